@@ -1,0 +1,51 @@
+"""Which backends this machine can run, and how to prepare a process for one.
+
+torch runs everywhere; Triton runs on the GPU, or on the CPU under its interpreter (TRITON_INTERPRET=1, which must
+be set before triton is first imported: the spawned child process makes that natural); CuPy and CuTe DSL need a
+GPU and report `unsupported` elsewhere (not a failure).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+from harness.discover import BACKENDS
+
+_MODULES = {"torch": "torch", "triton": "triton", "cupy": "cupy", "cute": "cutlass"}
+
+
+def cuda_available() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def default_device() -> str:
+    return "cuda" if cuda_available() else "cpu"
+
+
+def status(backend: str | None, device: str) -> tuple[bool, str]:
+    """(can run, why not) for a backend on a device, without importing the backend."""
+    if backend not in BACKENDS:
+        return False, f"BACKEND must be one of {', '.join(BACKENDS)}, got {backend!r}"
+    if device not in ("cpu", "cuda"):
+        return False, f"unknown device {device!r}; known: cpu, cuda"
+    if device == "cuda" and not cuda_available():
+        return False, "no CUDA device on this machine"
+    if importlib.util.find_spec(_MODULES[backend]) is None:
+        return False, f"the {_MODULES[backend]!r} package is not installed"
+    if device == "cpu" and backend in ("cupy", "cute"):
+        return False, f"{backend} kernels need a GPU; this run is on the CPU"
+    return True, ""
+
+
+def prepare_process(backend: str, device: str) -> None:
+    """Called in the child before anything imports triton."""
+    if device == "cpu" and backend == "triton":
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+def after_import(backend: str, device: str) -> None:
+    """Fix-ups that depend on the backend's package being imported (the interpreter's bf16 dot)."""
+    if device == "cpu" and backend == "triton":
+        from harness.backends.triton_interpreter import patch_interpreter
+        patch_interpreter()

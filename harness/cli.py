@@ -1,0 +1,218 @@
+"""The `gauntlet` command: list, eval, run, report.
+
+Exit codes (scripts and agent loops depend on them): 0 pass, 1 rejected (any verdict but pass; for `run`, any
+shipped solution that neither passed nor was unsupported), 2 usage error (unknown problem, missing file, bad flag).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from harness import backends, discover
+from harness.discover import UsageError
+from harness.problem import ProblemError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, ProblemError, ValueError) as exc:
+        print(f"gauntlet: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gauntlet", description="Hold GPU kernels to a specification.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ls = sub.add_parser("list", help="problems, dtypes, solutions, and which backends this machine can run")
+    ls.set_defaults(func=cmd_list)
+
+    ev = sub.add_parser("eval", help="judge one candidate file (or shipped solution name) on one problem")
+    ev.add_argument("problem")
+    ev.add_argument("file", help="a solution file path, or the name of a shipped solution")
+    _common(ev)
+    ev.add_argument("--case", help="replay one case, as printed in a failure's repro line")
+    ev.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    ev.set_defaults(func=cmd_eval)
+
+    run = sub.add_parser("run", help="the suite: every shipped solution of every (or the named) problem")
+    run.add_argument("--problem", action="append", help="limit to these problems (repeatable)")
+    run.add_argument("--solution", action="append", help="limit to these solution names (repeatable)")
+    _common(run)
+    run.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
+    run.add_argument("--fresh", action="store_true", help="start the results file over instead of resuming")
+    run.add_argument("--report", metavar="DIR", help="also write the leaderboard into DIR")
+    run.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="leaderboard (Markdown + HTML) from results files")
+    rep.add_argument("results", nargs="+")
+    rep.add_argument("-o", "--out-dir", default="reports/out")
+    rep.set_defaults(func=cmd_report)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", action="append", help="limit to these dtypes (repeatable)")
+    p.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda if there is a GPU, else cpu")
+    p.add_argument("--examples", type=_positive, default=None, help="Hypothesis examples per dtype")
+    p.add_argument("--seed", type=int, help="fix the fuzzing seed (default: fresh, recorded in the result)")
+    p.add_argument("--no-timing", action="store_true", help="judge correctness only")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds allowed per call (default 180)")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
+def _options(args, device: str):
+    from harness.evaluate import Options
+    examples = args.examples or (20 if device == "cpu" else 60)
+    return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
+                   seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
+                   case_timeout_s=args.timeout)
+
+
+def _device(args) -> str:
+    device = args.device or backends.default_device()
+    if device == "cuda" and not backends.cuda_available():
+        raise UsageError("--device cuda: no CUDA device on this machine")
+    return device
+
+
+# --- commands --------------------------------------------------------------------------------------------------
+
+def cmd_list(args) -> int:
+    devices = ["cpu"] + (["cuda"] if backends.cuda_available() else [])
+    print("backends on this machine:")
+    for b in discover.BACKENDS:
+        cells = []
+        for d in devices:
+            ok, why = backends.status(b, d)
+            cells.append(f"{d}: {'yes' if ok else 'no (' + why + ')'}")
+        print(f"  {b:<7} " + "; ".join(cells))
+    print()
+    for problem in discover.all_problems():
+        print(f"{problem.id}: {problem.title}")
+        print(f"  dtypes:    {', '.join(problem.dtypes)}")
+        print(f"  baselines: {', '.join(f'{k}={v}' for k, v in problem.baselines.items())}")
+        for s in discover.solutions_for(problem.id):
+            dt = f"  dtypes {','.join(s.dtypes)}" if s.dtypes else ""
+            print(f"  - {s.name:<22} {s.backend or '?':<7}{dt}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from harness.evaluate import evaluate
+    device = _device(args)
+    problem = discover.get_problem(args.problem)
+    solution = discover.get_solution(problem.id, args.file)
+    opts = _options(args, device)
+    if device == "cuda" and opts.timing and not opts.case:
+        opts.peaks = _peaks(problem)
+    record = evaluate(problem, solution, opts)
+    if args.json:
+        doc = dict(record.to_json(), environment=_env(device), peaks=opts.peaks)
+        print(json.dumps(doc, default=str))
+    else:
+        _print_record(record)
+    return 0 if record.verdict == "pass" else 1
+
+
+def cmd_run(args) -> int:
+    from harness.evaluate import evaluate
+    from harness.results import ResultsFile
+    device = _device(args)
+    problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
+    plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
+            if not args.solution or s.name in args.solution]
+    if not plan:
+        raise UsageError("nothing to run: no solution matches the filters")
+    results = ResultsFile(Path(args.out), _env(device), resume=not args.fresh)
+    done = results.done()
+    failed = 0
+    peaks_by_problem = {}
+    for i, (problem, solution) in enumerate(plan):
+        key = f"{problem.id}/{solution.name}@{device}"
+        if key in done:
+            _progress(i, len(plan), key, "already in results (resumed)")
+            continue
+        _progress(i, len(plan), key, "running")
+        opts = _options(args, device)
+        if device == "cuda" and opts.timing:
+            if problem.id not in peaks_by_problem:
+                peaks_by_problem[problem.id] = _peaks(problem)
+                results.set_peaks({**results.doc.get("peaks", {}), **peaks_by_problem[problem.id]})
+            opts.peaks = peaks_by_problem[problem.id]
+        t0 = time.monotonic()
+        record = evaluate(problem, solution, opts)
+        results.add(record)
+        failed += record.verdict not in ("pass", "unsupported")
+        codes = ",".join(sorted({r["code"] for r in record.reasons}))
+        _progress(i + 1, len(plan), key, f"{record.verdict}{' (' + codes + ')' if codes else ''} "
+                                         f"in {time.monotonic() - t0:.1f}s")
+    print(f"results: {args.out}", file=sys.stderr)
+    if args.report:
+        cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
+    return 1 if failed else 0
+
+
+def cmd_report(args) -> int:
+    from reports.leaderboard import build, markdown_table
+    from harness.results import load
+    out = build(args.results, args.out_dir)
+    print(markdown_table([load(Path(p)) for p in args.results]))
+    print(f"\nwrote {out['markdown']} and {out['html']}", file=sys.stderr)
+    return 0
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------
+
+def _peaks(problem) -> dict:
+    """Measured in this (trusted) process, before any candidate runs."""
+    import torch
+
+    from harness.timing import measure_peaks
+    dtypes = {name: (spec.torch_dtype(), spec.tf32) for name, spec in problem.dtypes.items()}
+    return measure_peaks(torch.device("cuda"), dtypes)
+
+
+def _env(device: str) -> dict:
+    from harness.results import environment
+    return environment(device)
+
+
+def _progress(i: int, n: int, key: str, what: str) -> None:
+    width = 24
+    filled = int(width * i / n)
+    print(f"[{'#' * filled}{'.' * (width - filled)}] {i}/{n} {key}: {what}", file=sys.stderr, flush=True)
+
+
+def _print_record(record) -> None:
+    print(f"{record.problem} / {record.solution} [{record.backend}] on {record.device}: {record.verdict.upper()}")
+    for name, c in record.cases.items():
+        print(f"  {name:<9} {c['examples']} examples, {c['calls']} calls: {c['status']}")
+    for name, why in record.skipped.items():
+        print(f"  {name:<9} skipped: {why}")
+    for r in record.reasons:
+        print(f"  [{r['code']}] {r['detail']}")
+        if r.get("repro"):
+            print(f"    replay: {r['repro']}")
+    for t in record.timings:
+        shape = "x".join(str(v) for v in t["shape"].values())
+        base = "  ".join(f"{k} {b['speedup']:.2f}x [{b['ci95'][0]:.2f},{b['ci95'][1]:.2f}]"
+                         for k, b in t["baselines"].items())
+        print(f"  {t['dtype']:<9} {shape:<18} {t['candidate_ms']:.4f} ms  {t['tflops']:.1f} TFLOP/s  {base}")
+    print(f"  seed {record.seed}, {record.elapsed_s:.1f}s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Hypothesis strategies over a problem's shape domain, and the one-line case spec used to replay a failure.
+
+Shapes mix the values that break kernels (1, primes, tile sizes and their neighbours) with uniform draws. A budget
+on the product of the dims lets one dim run long, past every tile size, while the others stay small; the order in
+which dims are drawn is itself drawn, so each dim gets its turn at being the long one.
+"""
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+
+from harness.discover import UsageError
+from harness.problem import FuzzBounds
+
+PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 131, 251, 257, 509, 521, 1021, 2039, 4093)
+TILE_EDGES = tuple(sorted({t + d for t in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096) for d in (-1, 0, 1)}))
+
+
+def _dim_values(lo: int, hi: int):
+    special = sorted({v for v in (1, *PRIMES, *TILE_EDGES, hi) if lo <= v <= hi})
+    options = [st.integers(lo, hi)]
+    if special:
+        options.insert(0, st.sampled_from(special))
+    return st.one_of(*options)
+
+
+@st.composite
+def shapes(draw, bounds: FuzzBounds, valid=None):
+    """A dict dim -> value within the bounds and the budget."""
+    ranged = [d for d, b in bounds.dims.items() if isinstance(b, tuple)]
+    order = draw(st.permutations(ranged))
+    shape, product = {}, 1
+    for i, dim in enumerate(order):
+        lo, hi = bounds.dims[dim]
+        rest_min = math.prod(bounds.dims[d][0] for d in order[i + 1:])
+        hi = max(lo, min(hi, bounds.budget // max(1, product * rest_min)))
+        shape[dim] = draw(_dim_values(lo, hi))
+        product *= shape[dim]
+    for dim, b in bounds.dims.items():
+        if not isinstance(b, tuple):
+            shape[dim] = draw(st.sampled_from(b))
+    ordered = {d: shape[d] for d in bounds.dims}
+    if valid is not None:
+        from hypothesis import assume
+        assume(valid(ordered))
+    return ordered
+
+
+def seeds():
+    return st.integers(min_value=0, max_value=2**31 - 1)
+
+
+def call_seeds(case_seed: int, calls: int) -> list[int]:
+    """Fresh inputs for each call of one case, derived so that a replay gets the same ones."""
+    return [(case_seed + 1_000_003 * i) % 2**31 for i in range(calls)]
+
+
+def format_case(shape: dict, seed: int) -> str:
+    return ",".join(f"{k}={v}" for k, v in shape.items()) + f",seed={seed}"
+
+
+def parse_case(text: str, dims: list) -> tuple[dict, int]:
+    """'M=257,N=3,K=300,seed=12' -> ({'M': 257, 'N': 3, 'K': 300}, 12)."""
+    items = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise UsageError(f"--case: expected KEY=VALUE, got {part!r}")
+        items[key.strip()] = value.strip()
+    missing = [d for d in dims if d not in items]
+    unknown = [k for k in items if k not in dims and k != "seed"]
+    if missing or unknown:
+        raise UsageError(f"--case: missing {missing}, unknown {unknown}; expected {', '.join(dims)} and seed")
+    shape = {d: int(items[d]) if items[d].lstrip("-").isdigit() else items[d] for d in dims}
+    return shape, int(items.get("seed", 0))

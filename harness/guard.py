@@ -1,0 +1,166 @@
+"""In-child checks around each candidate call: forbidden library ops, tampering, background work, aliasing.
+
+These run inside the candidate's own process, so a determined candidate can defeat them with enough effort (the
+threat model in README says so); they raise the cost of cheating and catch the common tricks. What cannot be
+forged is judged in the parent: values, shapes, the oracle.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sys
+import threading
+import time
+import types
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# aten ops that do a GEMM, a convolution or attention: a non-torch backend must compute these itself.
+FORBIDDEN_OPS = frozenset({
+    "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "einsum", "dot", "vdot", "mv", "addmv",
+    "addr", "tensordot", "_addmm_activation", "_scaled_mm", "_scaled_mm_v2", "_int_mm", "_grouped_mm",
+    "_scaled_grouped_mm", "_weight_int8pack_mm", "_weight_int4pack_mm", "_mixed_dtypes_linear",
+    "convolution", "_convolution", "cudnn_convolution", "mkldnn_convolution", "scaled_dot_product_attention",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_fused_attention_overrideable", "_flash_attention_forward", "_efficient_attention_forward",
+    "_fused_sdp_choice",
+})
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records every aten op the candidate dispatches (below autograd, so torch.matmul shows up as aten.mm)."""
+
+    def __init__(self):
+        super().__init__()
+        self.forbidden: list[str] = []
+
+    def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        if name in FORBIDDEN_OPS and name not in self.forbidden:
+            self.forbidden.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+# --- tampering -------------------------------------------------------------------------------------------------
+
+def _watched_objects():
+    """(label, owner, attribute) triples whose identity must not change while candidate code runs."""
+    import builtins
+    watched = []
+    groups = {
+        "torch": (torch, ["allclose", "equal", "isclose", "matmul", "mm", "get_float32_matmul_precision",
+                          "set_float32_matmul_precision", "empty", "frombuffer", "randn", "rand"]),
+        "torch.Tensor": (torch.Tensor, ["__eq__", "clone", "cpu", "to", "contiguous", "numpy", "data_ptr",
+                                        "view", "copy_", "untyped_storage", "reshape", "__torch_function__",
+                                        "__torch_dispatch__", "detach", "numel", "element_size"]),
+        "torch.testing": (torch.testing, ["assert_close"]),
+        "torch.cuda": (torch.cuda, ["synchronize", "Event", "current_stream", "graph", "CUDAGraph"]),
+        "torch.cuda.Event": (torch.cuda.Event, ["record", "elapsed_time", "synchronize", "query"]),
+        "time": (time, ["perf_counter", "perf_counter_ns", "time", "monotonic", "sleep"]),
+        "os": (os, ["write", "read", "_exit", "getpid"]),
+        "builtins": (builtins, ["isinstance", "type", "id", "len", "print", "open"]),
+        "threading": (threading, ["enumerate", "active_count"]),
+        "TorchDispatchMode": (TorchDispatchMode, ["__enter__", "__exit__"]),
+    }
+    for label, (owner, names) in groups.items():
+        watched += [(f"{label}.{n}", owner, n) for n in names if hasattr(owner, n)]
+    return watched
+
+
+def _module_functions(prefix: str):
+    out = []
+    for name, mod in list(sys.modules.items()):
+        if name.startswith(prefix) and isinstance(mod, types.ModuleType):
+            for attr, value in list(vars(mod).items()):
+                if callable(value):
+                    out.append((f"{name}.{attr}", mod, attr))
+    return out
+
+
+class TamperWatch:
+    """Remembers the identity (and, for functions, the code object) of what the harness relies on."""
+
+    def __init__(self, extra_modules: tuple = ("harness", "gauntlet_problem_")):
+        self.items = _watched_objects()
+        for prefix in extra_modules:
+            self.items += _module_functions(prefix)
+        self.snapshot = {label: self._fingerprint(owner, attr) for label, owner, attr in self.items}
+
+    @staticmethod
+    def _fingerprint(owner, attr):
+        value = inspect.getattr_static(owner, attr, None)   # static: a bound method is a new object per access
+        code = getattr(value, "__code__", None)
+        return id(value), id(code) if code is not None else None
+
+    def changed(self) -> list[str]:
+        return [label for label, owner, attr in self.items
+                if self._fingerprint(owner, attr) != self.snapshot[label]]
+
+
+# --- background work -------------------------------------------------------------------------------------------
+
+def live_threads() -> set[int]:
+    return {t.ident for t in threading.enumerate() if t.is_alive()}
+
+
+def child_processes() -> list[int]:
+    pids = []
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as fh:
+                pids += [int(p) for p in fh.read().split()]
+    except OSError:
+        pass
+    return pids
+
+
+def background_work(threads_before: set[int]) -> str:
+    new = [t for t in threading.enumerate() if t.is_alive() and t.ident not in threads_before]
+    procs = child_processes()
+    parts = []
+    if new:
+        parts.append(f"{len(new)} thread(s) still running after solve returned: "
+                     + ", ".join(t.name for t in new[:5]))
+    if procs:
+        parts.append(f"child process(es) still running: {procs[:5]}")
+    return "; ".join(parts)
+
+
+# --- outputs and inputs ----------------------------------------------------------------------------------------
+
+def _storage_range(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def aliased_input(out: torch.Tensor, inputs: tuple) -> str:
+    if out.device.type == "meta" or out.untyped_storage().nbytes() == 0:
+        return ""
+    lo, hi = _storage_range(out)
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.device == out.device and x.untyped_storage().nbytes():
+            xlo, xhi = _storage_range(x)
+            if lo < xhi and xlo < hi:
+                return f"#{i}"
+    return ""
+
+
+def digest(x) -> str:
+    """A content hash of an input, to compare with the parent's pristine copy after the call."""
+    if not isinstance(x, torch.Tensor):
+        return hashlib.sha256(repr(x).encode()).hexdigest()
+    host = x.detach().to("cpu").contiguous()
+    raw = host.reshape(-1).view(torch.uint8).numpy().tobytes() if host.numel() else b""
+    meta = f"{host.dtype}|{tuple(x.shape)}|{tuple(x.stride())}|".encode()
+    return hashlib.sha256(meta + raw).hexdigest()
+
+
+def describe_output(out, inputs: tuple) -> dict:
+    if type(out) is not torch.Tensor:   # noqa: E721 - subclasses (lazy or fake tensors) are rejected on purpose
+        return {"is_tensor": False, "type": f"{type(out).__module__}.{type(out).__qualname__}"}
+    return {"is_tensor": True, "dtype": str(out.dtype).removeprefix("torch."), "shape": list(out.shape),
+            "device": str(out.device), "device_type": out.device.type, "stride": list(out.stride()),
+            "aliases_input": aliased_input(out, inputs)}

@@ -1,0 +1,132 @@
+"""Run a candidate in its own spawned process, with a wall-clock limit on every request.
+
+The child gets a fresh temporary working directory (and HOME/TMPDIR inside it), its own process group (so a
+timeout kills whatever it forked), and two private pipes; its stdout and stderr go to a log file whose tail is
+quoted when it dies. A crash, a hang, an illegal memory access or a sticky CUDA error becomes a Reason here and the
+run goes on: the parent's own CUDA context is never touched by the child's faults.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from harness import protocol
+from harness.discover import ROOT
+from harness.reasons import Reason
+
+START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
+
+
+class ChildFailed(Exception):
+    """The child can no longer be used; `reason` says why (crash, timeout, import_error, ...)."""
+
+    def __init__(self, reason: Reason):
+        super().__init__(reason.detail)
+        self.reason = reason
+
+
+class Child:
+    def __init__(self, problem_id: str, path: Path, backend: str, device: str):
+        self.tmp = tempfile.TemporaryDirectory(prefix="gauntlet-")
+        self.log_path = Path(self.tmp.name) / "child.log"
+        req_r, self.req_w = os.pipe()
+        self.resp_r, resp_w = os.pipe()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                   HOME=self.tmp.name, TMPDIR=self.tmp.name, PYTHONUNBUFFERED="1",
+                   PYTHONDONTWRITEBYTECODE="1")
+        env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.worker", str(req_r), str(resp_w), problem_id, str(path), backend,
+                 device],
+                cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(req_r, resp_w), start_new_session=True)
+        os.close(req_r)
+        os.close(resp_w)
+        self.alive = True
+        header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution")
+        if not header.get("ok"):
+            self.close()
+            raise ChildFailed(Reason(header.get("code", "crash"), str(header.get("detail", ""))))
+
+    def request(self, header: dict, timeout: float, what: str):
+        if not self.alive:
+            raise ChildFailed(Reason("crash", "the candidate's process is no longer running"))
+        try:
+            protocol.send(self.req_w, header)
+        except (BrokenPipeError, OSError):
+            raise ChildFailed(self._death_reason(what)) from None
+        return self._recv(timeout, what)
+
+    def _recv(self, timeout: float, what: str):
+        try:
+            return protocol.recv(self.resp_r, timeout)
+        except protocol.ChannelTimeout:
+            self.close()
+            raise ChildFailed(Reason("timeout", f"no answer within {timeout:.0f} s while {what}")) from None
+        except protocol.ChannelClosed:
+            raise ChildFailed(self._death_reason(what)) from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.close()
+            raise ChildFailed(Reason("tampering", f"malformed message on the harness channel: {exc}")) from None
+
+    def _death_reason(self, what: str) -> Reason:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.close()
+        if code is not None and code < 0:
+            how = f"killed by {signal.Signals(-code).name}"
+        elif code == 0:
+            how = "exited with status 0 before answering (an early exit is not a pass)"
+        else:
+            how = f"exited with status {code}"
+        return Reason("crash", f"the candidate's process {how} while {what}; log tail:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 1500) -> str:
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-n:].decode(errors="replace")
+
+    def close(self) -> None:
+        if self.alive:
+            self.alive = False
+            try:
+                protocol.send(self.req_w, {"op": "exit"})
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill_group()
+        for fd in (self.req_w, self.resp_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.req_w = self.resp_r = -1
+        self.tmp.cleanup()
+
+    def _kill_group(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,92 @@
+"""pytest plugin: one test per problem x solution x dtype, judged by the same core as `gauntlet eval`.
+
+Collected from solutions/<problem>/<name>.py (pytest would otherwise ignore them: they are not test_*.py). What
+this machine cannot run is skipped with the reason (a CuPy kernel on a CPU-only runner, a dtype outside the
+solution's DTYPES); anything else that is not a pass fails with the reason codes and the replay command.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import discover
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("gauntlet")
+    group.addoption("--gauntlet-device", choices=("cpu", "cuda"), help="default: cuda if present, else cpu")
+    group.addoption("--gauntlet-examples", type=int, default=None,
+                    help="Hypothesis examples per dtype (default 8 on cpu, 40 on cuda)")
+    group.addoption("--gauntlet-seed", type=int, default=None, help="fix the fuzzing seed")
+    group.addoption("--gauntlet-timing", action="store_true", help="also time on cuda (slower; default off)")
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix != ".py" or file_path.name.startswith("_"):
+        return None
+    solutions = discover.solutions_dir().resolve()
+    try:
+        rel = file_path.resolve().relative_to(solutions)
+    except ValueError:
+        return None
+    if len(rel.parts) != 2 or rel.parts[0] not in discover.problem_ids():
+        return None
+    return SolutionFile.from_parent(parent, path=file_path)
+
+
+class SolutionFile(pytest.File):
+    def collect(self):
+        problem = discover.get_problem(self.path.parent.name)
+        solution = discover.read_solution(self.path.resolve(), problem.id)
+        for dtype in problem.dtypes:
+            yield JudgeItem.from_parent(self, name=f"{problem.id}/{solution.name}[{dtype}]", problem=problem,
+                                        solution=solution, dtype=dtype)
+
+
+class JudgeItem(pytest.Item):
+    def __init__(self, *, problem, solution, dtype, **kw):
+        super().__init__(**kw)
+        self.problem, self.solution, self.dtype = problem, solution, dtype
+        self.add_marker(pytest.mark.gauntlet)
+        self.record = None
+
+    def runtest(self):
+        from harness import backends
+        from harness.evaluate import Options, evaluate
+        if self.solution.dtypes is not None and self.dtype not in self.solution.dtypes:
+            pytest.skip(f"{self.dtype} is not in the solution's DTYPES {self.solution.dtypes}")
+        cfg = self.config
+        device = cfg.getoption("--gauntlet-device") or backends.default_device()
+        ok, why = backends.status(self.solution.backend, device)
+        if not ok and self.solution.backend in discover.BACKENDS:
+            pytest.skip(f"{self.solution.backend} on {device}: {why}")
+        examples = cfg.getoption("--gauntlet-examples") or (8 if device == "cpu" else 40)
+        opts = Options(device=device, dtypes=(self.dtype,), examples=examples,
+                       seed=cfg.getoption("--gauntlet-seed"), timing=cfg.getoption("--gauntlet-timing"))
+        self.record = evaluate(self.problem, self.solution, opts)
+        self.user_properties.append(("gauntlet", self.record.to_json()))
+        if self.record.verdict == "unsupported":
+            pytest.skip("; ".join(r["detail"] for r in self.record.reasons))
+        if self.record.verdict != "pass":
+            raise JudgeFailed(self.record)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, JudgeFailed):
+            r = excinfo.value.record
+            lines = [f"{r.problem}/{r.solution} [{r.backend}] on {r.device}: {r.verdict.upper()} (seed {r.seed})"]
+            for reason in r.reasons:
+                lines.append(f"  [{reason['code']}] {reason['detail']}")
+                if reason.get("repro"):
+                    lines.append(f"    replay: {reason['repro']}")
+            return "\n".join(lines)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class JudgeFailed(Exception):
+    def __init__(self, record):
+        super().__init__(record.verdict)
+        self.record = record

@@ -1,0 +1,174 @@
+"""A problem: the data in problem.yaml plus the behaviour in reference.py, validated once on load.
+
+Bad problem files fail here with a message naming the file and the key, not later inside a fuzz loop.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import yaml
+
+# Unit roundoff of each precision a problem can promise (tf32 keeps 10 mantissa bits).
+UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float16": 2.0**-11, "tf32": 2.0**-11, "float32": 2.0**-24,
+                 "float64": 2.0**-53, "float8_e4m3fn": 2.0**-4, "int8": 0.0, "int32": 0.0}
+
+
+class ProblemError(ValueError):
+    """A problem folder that does not follow the contract."""
+
+
+@dataclass(frozen=True)
+class DtypeSpec:
+    name: str            # the name users type: bfloat16, float16, float32, tf32, ...
+    torch: str           # the storage dtype handed to make_inputs
+    k_norm: float
+    k_elem: float
+    floor: float
+    tf32: bool = False
+    exact: bool = False  # integer problems: the answer must match bit for bit
+
+    @property
+    def unit_roundoff(self) -> float:
+        return UNIT_ROUNDOFF.get("tf32" if self.tf32 else self.torch, 0.0)
+
+    def torch_dtype(self):
+        import torch
+        return getattr(torch, self.torch)
+
+
+@dataclass(frozen=True)
+class FuzzBounds:
+    dims: dict              # dim -> (lo, hi) for an integer range, or a list of choices (layouts, flags)
+    budget: int             # cap on the product of the integer dims
+
+
+@dataclass
+class Problem:
+    id: str
+    title: str
+    root: Path
+    dims: list
+    dtypes: dict            # name -> DtypeSpec
+    fuzz: dict              # device -> FuzzBounds
+    calls_per_case: int
+    benchmark: list         # list of dicts: dims + source
+    baselines: dict         # label -> solution name in solutions/<id>/
+    flops_expr: str
+    bytes_expr: str
+    raw: dict = field(repr=False, default_factory=dict)
+    _module: ModuleType | None = field(default=None, repr=False)
+
+    @property
+    def reference_path(self) -> Path:
+        return self.root / "reference.py"
+
+    def module(self) -> ModuleType:
+        """The reference module, imported once per process under a private name."""
+        if self._module is None:
+            self._module = load_module(self.reference_path, f"gauntlet_problem_{self.id}")
+            for name in ("make_inputs", "reference"):
+                if not callable(getattr(self._module, name, None)):
+                    raise ProblemError(f"{self.reference_path}: must define {name}()")
+        return self._module
+
+    def flops(self, shape: dict) -> float:
+        return _eval_formula(self.flops_expr, shape, 1, 1)
+
+    def bytes(self, shape: dict, bytes_in: int, bytes_out: int) -> float:
+        return _eval_formula(self.bytes_expr, shape, bytes_in, bytes_out)
+
+    def dtype(self, name: str) -> DtypeSpec:
+        if name not in self.dtypes:
+            raise ProblemError(f"unknown dtype {name!r} for problem {self.id}; known: {', '.join(self.dtypes)}")
+        return self.dtypes[name]
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _eval_formula(expr: str, shape: dict, bytes_in: int, bytes_out: int) -> float:
+    names = dict(shape, bytes_in=bytes_in, bytes_out=bytes_out, math=math, min=min, max=max)
+    return float(eval(expr, {"__builtins__": {}}, names))  # noqa: S307 - trusted repo data, no builtins
+
+
+def load_problem(root: Path) -> Problem:
+    path = root / "problem.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ProblemError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ProblemError(f"{path}: expected a mapping at the top level")
+
+    def need(key, kind):
+        if key not in raw:
+            raise ProblemError(f"{path}: missing key {key!r}")
+        if not isinstance(raw[key], kind):
+            raise ProblemError(f"{path}: {key!r} must be a {kind.__name__}")
+        return raw[key]
+
+    dims = need("dims", list)
+    dtypes = {name: _dtype_spec(path, name, spec) for name, spec in need("dtypes", dict).items()}
+    fuzz_raw = need("fuzz", dict)
+    fuzz = {dev: _fuzz_bounds(path, dev, fuzz_raw[dev], dims) for dev in ("cpu", "cuda") if dev in fuzz_raw}
+    if "cpu" not in fuzz:
+        raise ProblemError(f"{path}: fuzz.cpu bounds are required (CI runs on the CPU)")
+    bench = need("benchmark", list)
+    for i, shape in enumerate(bench):
+        missing = [d for d in dims if d not in shape]
+        if missing:
+            raise ProblemError(f"{path}: benchmark[{i}] lacks {missing}")
+    problem = Problem(
+        id=raw.get("id", root.name), title=raw.get("title", root.name), root=root, dims=dims, dtypes=dtypes,
+        fuzz=fuzz, calls_per_case=int(fuzz_raw.get("calls_per_case", 3)), benchmark=bench,
+        baselines=need("baselines", dict), flops_expr=need("flops", str), bytes_expr=need("bytes", str), raw=raw)
+    if problem.id != root.name:
+        raise ProblemError(f"{path}: id {problem.id!r} must match its folder name {root.name!r}")
+    sample = {d: 2 for d in dims}
+    for expr in (problem.flops_expr, problem.bytes_expr):
+        try:
+            _eval_formula(expr, sample, 2, 2)
+        except Exception as exc:  # noqa: BLE001 - report any formula error with its file
+            raise ProblemError(f"{path}: formula {expr!r} does not evaluate: {exc}") from exc
+    return problem
+
+
+def _dtype_spec(path, name, spec) -> DtypeSpec:
+    if not isinstance(spec, dict) or "torch" not in spec:
+        raise ProblemError(f"{path}: dtypes.{name} must be a mapping with a 'torch' key")
+    known = {"torch", "k_norm", "k_elem", "floor", "tf32", "exact"}
+    unknown = set(spec) - known
+    if unknown:
+        raise ProblemError(f"{path}: dtypes.{name} has unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    return DtypeSpec(name=name, torch=spec["torch"], k_norm=float(spec.get("k_norm", 4)),
+                     k_elem=float(spec.get("k_elem", 8)), floor=float(spec.get("floor", 2)),
+                     tf32=bool(spec.get("tf32", False)), exact=bool(spec.get("exact", False)))
+
+
+def _fuzz_bounds(path, device, spec, dims) -> FuzzBounds:
+    bounds = {}
+    for d in dims:
+        if d not in spec:
+            raise ProblemError(f"{path}: fuzz.{device} lacks bounds for {d}")
+        value = spec[d]
+        if isinstance(value, dict) and isinstance(value.get("choices"), list) and value["choices"]:
+            bounds[d] = list(value["choices"])
+            continue
+        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
+                and 1 <= value[0] <= value[1]):
+            raise ProblemError(f"{path}: fuzz.{device}.{d} must be [lo, hi] with 1 <= lo <= hi, "
+                               f"or {{choices: [...]}}; got {value!r}")
+        bounds[d] = (value[0], value[1])
+    ranges = [b for b in bounds.values() if isinstance(b, tuple)]
+    budget = int(spec.get("budget", math.prod(hi for _, hi in ranges)))
+    return FuzzBounds(dims=bounds, budget=budget)

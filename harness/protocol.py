@@ -1,0 +1,95 @@
+"""The wire between the trusted parent and the candidate's child process.
+
+A message is a JSON header plus raw byte blobs, framed by lengths. Never pickle: unpickling bytes that candidate
+code could have written would run the candidate's code in the trusted process. The parent treats everything that
+arrives as data (outputs to judge, timings to sanity-check), never as a verdict.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import time
+
+_LEN = struct.Struct("<Q")
+MAX_HEADER = 16 << 20
+MAX_BLOB = 8 << 30
+
+
+class ChannelClosed(EOFError):
+    """The other side closed the pipe (in the child's case: it died)."""
+
+
+class ChannelTimeout(TimeoutError):
+    """No complete message arrived before the deadline."""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def send(fd: int, header: dict, blobs: list[bytes] = ()) -> None:
+    head = json.dumps(dict(header, nblobs=len(blobs))).encode()
+    _write_all(fd, _LEN.pack(len(head)) + head)
+    for blob in blobs:
+        _write_all(fd, _LEN.pack(len(blob)))
+        _write_all(fd, blob)
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise ChannelTimeout()
+        chunk = os.read(fd, min(n - got, 1 << 24))
+        if not chunk:
+            raise ChannelClosed()
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def recv(fd: int, timeout: float | None = None) -> tuple[dict, list[bytes]]:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    (hlen,) = _LEN.unpack(_read_exact(fd, _LEN.size, deadline))
+    if hlen > MAX_HEADER:
+        raise ValueError(f"message header of {hlen} bytes is over the {MAX_HEADER} limit")
+    header = json.loads(_read_exact(fd, hlen, deadline))
+    if not isinstance(header, dict):
+        raise ValueError("message header is not a JSON object")
+    blobs = []
+    for _ in range(int(header.get("nblobs", 0))):
+        (blen,) = _LEN.unpack(_read_exact(fd, _LEN.size, deadline))
+        if blen > MAX_BLOB:
+            raise ValueError(f"blob of {blen} bytes is over the {MAX_BLOB} limit")
+        blobs.append(_read_exact(fd, blen, deadline))
+    return header, blobs
+
+
+# --- tensors as data -------------------------------------------------------------------------------------------
+
+def tensor_to_wire(t) -> tuple[dict, bytes]:
+    """Metadata and the contiguous bytes of a tensor, copied to the host."""
+    import torch
+    host = t.detach().to("cpu").contiguous()
+    raw = host.reshape(-1).view(torch.uint8) if host.numel() else torch.empty(0, dtype=torch.uint8)
+    return {"dtype": str(host.dtype).removeprefix("torch."), "shape": list(host.shape)}, raw.numpy().tobytes()
+
+
+def tensor_from_wire(meta: dict, blob: bytes):
+    import torch
+    dtype = getattr(torch, meta["dtype"], None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"unknown dtype on the wire: {meta['dtype']!r}")
+    shape = [int(s) for s in meta["shape"]]
+    flat = torch.frombuffer(bytearray(blob), dtype=torch.uint8) if blob else torch.empty(0, dtype=torch.uint8)
+    expected = dtype.itemsize * (int(torch.tensor(shape).prod()) if shape else 1)
+    if flat.numel() != expected:
+        raise ValueError(f"tensor blob holds {flat.numel()} bytes, its shape {shape} of {dtype} needs {expected}")
+    return flat.view(dtype).reshape(shape)

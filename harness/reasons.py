@@ -1,0 +1,49 @@
+"""Verdicts and the stable reason codes. Scripts and agent loops match on these strings: never rename one."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+VERDICTS = ("pass", "fail", "error", "timeout", "unsupported")
+
+# code -> (verdict it implies, one-line meaning)
+CODES = {
+    "mismatch": ("fail", "values outside the tolerance against the fp64 oracle"),
+    "nan_mismatch": ("fail", "NaN/Inf where the reference has none, or the other way round"),
+    "wrong_shape": ("fail", "output shape differs from the reference's"),
+    "wrong_dtype": ("fail", "output dtype differs from the reference's"),
+    "wrong_device": ("fail", "output is not on the inputs' device"),
+    "not_a_tensor": ("fail", "output is not a plain torch.Tensor (subclasses count as not a tensor)"),
+    "output_aliases_input": ("fail", "output shares memory with an input"),
+    "input_mutated": ("fail", "an input changed during the call"),
+    "stale_output": ("fail", "the answer belongs to an earlier call, not this one"),
+    "forbidden_op": ("fail", "a non-torch backend computed with a library op (matmul, attention, ...)"),
+    "tampering": ("fail", "the candidate patched the harness, torch's checking functions or the timers"),
+    "background_work": ("fail", "threads or processes still running after solve returned"),
+    "crash": ("error", "the candidate raised, or its process died"),
+    "timeout": ("timeout", "the candidate ran past its wall-clock limit"),
+    "import_error": ("error", "the solution file could not be imported or lacks BACKEND/solve"),
+    "unsupported": ("unsupported", "the backend is not available on this device (not a failure)"),
+}
+
+# When several reasons are found, the verdict is the most severe one's.
+_SEVERITY = {"pass": 0, "unsupported": 1, "fail": 2, "timeout": 3, "error": 4}
+
+
+@dataclass
+class Reason:
+    code: str
+    detail: str
+    repro: str = ""
+
+    def __post_init__(self):
+        if self.code not in CODES:
+            raise ValueError(f"unknown reason code {self.code!r}; known: {', '.join(CODES)}")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def verdict_of(reasons: list[Reason]) -> str:
+    if not reasons:
+        return "pass"
+    return max((CODES[r.code][0] for r in reasons), key=_SEVERITY.__getitem__)

@@ -1,0 +1,46 @@
+"""Turning per-call times into figures: medians, speedups with a bootstrap interval, geometric means, fast_p.
+
+Only correct solutions get a score: callers pass timings only for solutions whose verdict is pass.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def speedup_ci(base_ms: list[float], cand_ms: list[float], seed: int = 0, n: int = 2000) -> tuple[float, float]:
+    """95% bootstrap interval of median(base) / median(cand), resampling both sides independently."""
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(n):
+        b = statistics.median(rng.choices(base_ms, k=len(base_ms)))
+        c = statistics.median(rng.choices(cand_ms, k=len(cand_ms)))
+        ratios.append(b / c)
+    ratios.sort()
+    return ratios[int(0.025 * n)], ratios[int(0.975 * n) - 1]
+
+
+def geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def fast_p(speedups: list[float], threshold: float) -> float | None:
+    """Fraction of benchmark shapes on which the solution beats the baseline by at least `threshold`
+    (KernelBench's fast_p, over shapes of one correct solution)."""
+    return sum(s >= threshold for s in speedups) / len(speedups) if speedups else None
+
+
+def summarize(timings: list[dict]) -> dict:
+    """Per baseline: geometric-mean speedup over shapes and fast_p at 1.0 and 1.5."""
+    by_baseline: dict[str, list[float]] = {}
+    for t in timings:
+        for label, b in t.get("baselines", {}).items():
+            by_baseline.setdefault(label, []).append(b["speedup"])
+    return {label: {"geomean_speedup": geomean(s), "fast_1.0": fast_p(s, 1.0), "fast_1.5": fast_p(s, 1.5),
+                    "shapes": len(s)} for label, s in by_baseline.items()}

@@ -1,0 +1,142 @@
+"""GPU timing: candidate and baselines interleaved in one process, so clock and thermal drift cancel in the ratio.
+
+Method (see shared GUIDE and the device METHOD notes):
+- inputs rotate among several sets, all made before timing starts, so no timed call reads warm inputs;
+- L2 is flushed (a write over a buffer twice its size) before every timed call, outside the timed region;
+- each timed call is bracketed by CUDA events on the current stream, then a device-wide synchronize, so work the
+  candidate left on other streams lands before the next measurement (and the host wall time shows it);
+- short kernels are captured in CUDA graphs and replayed, which removes launch overhead from both sides alike;
+- the order of sides is shuffled every repetition; warm-up and compilation happen before the first timed call.
+"""
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+import torch
+
+GRAPH_BELOW_MS = 0.2      # below this per call, launch overhead would distort the ratio: use CUDA graphs
+
+
+class _Flusher:
+    def __init__(self, device):
+        props = torch.cuda.get_device_properties(device)
+        l2 = getattr(props, "L2_cache_size", 50 << 20) or (50 << 20)
+        self.buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device=device)
+
+    def __call__(self):
+        self.buf.zero_()
+
+
+def _graphs_for(fn, sets):
+    """One captured graph per input set. Returns None when the callable is not capturable."""
+    graphs = []
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for args in sets:
+                fn(*args)
+        torch.cuda.current_stream().wait_stream(stream)
+        for args in sets:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = fn(*args)
+            graphs.append((g, out))
+        torch.cuda.synchronize()
+        return graphs
+    except Exception:  # noqa: BLE001 - not capturable (host sync, foreign stream): time with plain events
+        torch.cuda.synchronize()
+        return None
+
+
+def _call_time(run, flush):
+    flush()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.perf_counter()
+    start.record()
+    out = run()
+    end.record()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) * 1e3
+    return start, end, wall, out
+
+
+def time_sides(sides: dict, sets: list, reps: int, seed: int, min_reps: int = 5, budget_s: float = 20.0) -> dict:
+    """Time each side (label -> fn(*inputs)) on rotating input sets. Returns label -> {"ms": [...], "wall_ms": [...],
+    "mode": ..., "last_out": tensor, "last_set": index}."""
+    device = sets[0][0].device
+    flush = _Flusher(device)
+    for fn in sides.values():                 # warm-up: compilation, autotuning caches, handle creation
+        for args in sets:
+            fn(*args)
+    torch.cuda.synchronize()
+    probe = {label: statistics.median(_probe(fn, sets, flush)) for label, fn in sides.items()}
+    use_graphs = min(probe.values()) < GRAPH_BELOW_MS
+    runners = {}
+    for label, fn in sides.items():
+        graphs = _graphs_for(fn, sets) if use_graphs else None
+        runners[label] = (graphs, fn)
+    # Fit the repetitions into the budget: the slowest side dominates.
+    per_rep_ms = sum(probe.values()) + 0.05 * len(sides)
+    reps = max(min_reps, min(reps, int(budget_s * 1e3 / max(per_rep_ms, 1e-3))))
+    rng = random.Random(seed)
+    events = {label: [] for label in sides}
+    walls = {label: [] for label in sides}
+    last = {}
+    for rep in range(reps):
+        order = list(sides)
+        rng.shuffle(order)
+        for label in order:
+            graphs, fn = runners[label]
+            k = rng.randrange(len(sets))
+            run = (lambda g=graphs[k][0], o=graphs[k][1]: (g.replay(), o)[1]) if graphs else \
+                (lambda a=sets[k], f=fn: f(*a))
+            start, end, wall, out = _call_time(run, flush)
+            events[label].append((start, end))
+            walls[label].append(wall)
+            last[label] = (out, k)
+    torch.cuda.synchronize()
+    return {label: {"ms": [s.elapsed_time(e) for s, e in events[label]], "wall_ms": walls[label],
+                    "mode": "graph" if runners[label][0] else "events", "last_out": last[label][0],
+                    "last_set": last[label][1]}
+            for label in sides}
+
+
+def _probe(fn, sets, flush, n=3):
+    out = []
+    for i in range(n):
+        start, end, _, _ = _call_time(lambda a=sets[i % len(sets)]: fn(*a), flush)
+        out.append(start.elapsed_time(end))
+    return out
+
+
+def measure_peaks(device, dtypes: dict) -> dict:
+    """The ceilings on this card, measured now: cuBLAS matmul rate per dtype at 8192^3 and copy bandwidth."""
+    peaks = {}
+    flush = _Flusher(device)
+    n = 8192
+    for name, (dtype, tf32) in dtypes.items():
+        if not dtype.is_floating_point or dtype.itemsize < 2:
+            continue
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+        try:
+            a = torch.randn(n, n, device=device).to(dtype)
+            b = torch.randn(n, n, device=device).to(dtype)
+            torch.matmul(a, b)
+            ms = statistics.median(_probe(lambda: torch.matmul(a, b), [()], flush, n=5))
+            peaks[name] = {"tflops": 2 * n**3 / ms / 1e9}
+            del a, b
+        finally:
+            torch.set_float32_matmul_precision(before)
+    src = torch.empty(1 << 28, dtype=torch.int32, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    ms = statistics.median(_probe(lambda: dst.copy_(src), [()], flush, n=10))
+    peaks["copy_gbps"] = 2 * src.numel() * 4 / ms / 1e6
+    del src, dst
+    torch.cuda.empty_cache()
+    return peaks

@@ -1,0 +1,32 @@
+"""Dense GEMM, the specification: C = A @ B with A (M, K) and B (K, N), both contiguous.
+
+The reference is the plain PyTorch statement of the math. The harness runs it in float64 as the oracle and in the
+input dtype to learn how wrong torch itself is at that precision.
+"""
+import torch
+
+
+def make_inputs(shape, dtype, seed, device):
+    """Seeded inputs made on the device. Values are not only randn: a few rows and columns are scaled by 2**±6 so
+    a kernel that mixes up rows, or drops precision on small-magnitude rows, shows it."""
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    g = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn(M, K, generator=g, device=device, dtype=torch.float32)
+    b = torch.randn(K, N, generator=g, device=device, dtype=torch.float32)
+    row_scale = torch.exp2(torch.randint(-6, 7, (M, 1), generator=g, device=device).float())
+    col_scale = torch.exp2(torch.randint(-6, 7, (1, N), generator=g, device=device).float())
+    a = a * row_scale
+    b = b * col_scale
+    return a.to(dtype).contiguous(), b.to(dtype).contiguous()
+
+
+def reference(a, b):
+    return a @ b
+
+
+def error_scale(a, b):
+    """Per-element magnitude that rounding error scales with: sqrt((A*A) @ (B*B))_ij, the root-sum-square of the
+    products summed into C_ij. Rounding errors of random sign add in quadrature, so an honest kernel's error grows
+    like this, while the worst-case factor |A| @ |B| grows like K and would let a lower-precision kernel through.
+    Called on float64 inputs."""
+    return ((a * a) @ (b * b)).sqrt()

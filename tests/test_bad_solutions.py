@@ -1,0 +1,83 @@
+"""Known-bad solutions (tests/bad/) must be rejected with their specific reason code; the run must go on after
+each, whatever the candidate did to its own process. Shipped solutions must pass (the plugin covers those)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import discover
+from harness.evaluate import Options, evaluate
+
+BAD = Path(__file__).parent / "bad"
+
+# file -> (reason code, dtypes to judge). One or two dtypes keep CI fast; the cheat does not depend on dtype.
+EXPECTED = {
+    "one_wrong_element": ("mismatch", ("float32",)),
+    "zeros": ("mismatch", ("bfloat16",)),
+    "lower_precision_fp32": ("mismatch", ("float32",)),
+    "stale_cache_by_shape": ("stale_output", ("float16",)),
+    "inplace_input_write": ("input_mutated", ("float32",)),
+    "triton_calls_torch_matmul": ("forbidden_op", ("float32",)),
+    "triton_tail_tile_bug": ("mismatch", ("float16",)),
+    "wrong_dtype": ("wrong_dtype", ("bfloat16",)),
+    "transposed_output": ("wrong_shape", ("float32",)),
+    "tensor_subclass": ("not_a_tensor", ("float32",)),
+    "output_aliases_input": ("output_aliases_input", ("float32",)),
+    "raises": ("crash", ("float32",)),
+    "segfault": ("crash", ("float32",)),
+    "exits_early": ("crash", ("float32",)),
+    "hangs": ("timeout", ("float32",)),
+    "patches_allclose": ("tampering", ("float32",)),
+    "background_thread": ("background_work", ("float32",)),
+    "syntax_error": ("import_error", ("float32",)),
+}
+
+
+def judge(name: str, dtypes, examples=6, timeout=60.0, seed=None):
+    problem = discover.get_problem("gemm")
+    solution = discover.get_solution("gemm", str(BAD / f"{name}.py"))
+    opts = Options(device="cpu", dtypes=dtypes, examples=examples, seed=seed, case_timeout_s=timeout)
+    return evaluate(problem, solution, opts)
+
+
+def test_every_fixture_is_listed():
+    assert sorted(p.stem for p in BAD.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_solution_is_rejected_with_its_code(name):
+    code, dtypes = EXPECTED[name]
+    record = judge(name, dtypes, timeout=8.0 if name == "hangs" else 120.0)
+    codes = [r["code"] for r in record.reasons]
+    assert record.verdict != "pass"
+    assert code in codes, f"{name}: expected {code}, got {record.reasons}"
+
+
+def test_failure_shrinks_and_prints_a_replay_command_that_reproduces_it():
+    record = judge("triton_tail_tile_bug", ("float16",), examples=10, seed=7)
+    reason = next(r for r in record.reasons if r["code"] == "mismatch")
+    assert reason["repro"].startswith("gauntlet eval gemm ")
+    case = reason["repro"].split("--case ")[1].strip("'")
+    replay = evaluate(discover.get_problem("gemm"), discover.get_solution("gemm", str(BAD / "triton_tail_tile_bug.py")),
+                      Options(device="cpu", dtypes=("float16",), case=case))
+    assert [r["code"] for r in replay.reasons] == ["mismatch"]
+
+
+def test_cli_eval_json_reports_the_code_and_exit_1():
+    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", str(BAD / "stale_cache_by_shape.py"),
+                          "--device", "cpu", "--dtype", "float32", "--examples", "4", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)       # exactly one JSON object on stdout
+    assert doc["schema"] == "gauntlet.eval/1" and doc["verdict"] == "fail"
+    assert [r["code"] for r in doc["reasons"]] == ["stale_output"]
+    assert doc["cases"]["float32"]["calls"] >= 2
+
+
+def test_cli_eval_shipped_solution_exit_0():
+    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", "torch_matmul", "--device", "cpu",
+                          "--examples", "3", "--json"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["verdict"] == "pass"
