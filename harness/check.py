@@ -3,9 +3,10 @@
 The rule (quack's, adopted by Liger): a candidate may be at most k times as wrong as torch's own op in the same
 precision on the same inputs. Both are measured against the float64 oracle, two ways:
 - norm-wise: ||out - oracle|| <= k_norm * ||torch - oracle|| + floor * u * ||scale||
-- element-wise: |out - oracle|_i <= (k_elem * t + floor * u) * scale_i, where scale is the problem's per-element
-  error scale (root-sum-square of the products for GEMM) and t is torch's worst error relative to that scale. A single wrong element in a
-  large output therefore fails, even where the norm barely moves.
+- element-wise: |out - oracle|_i <= (k_elem * t + floor * u) * scale_i, where scale_i is |oracle_i| (output
+  rounding) plus the problem's error scale (accumulation: root-sum-square of the products for GEMM), and t is
+  torch's worst error relative to that scale. A single wrong element in a large output therefore fails, even
+  where the norm barely moves.
 NaN/Inf positions must match the oracle rounded to the output dtype (overflow to inf is a legitimate answer).
 """
 from __future__ import annotations
@@ -64,7 +65,8 @@ def value_reasons(out: torch.Tensor, expected: Expected, spec: DtypeSpec) -> lis
     finite = torch.isfinite(rounded)
     err_c = torch.where(finite, out64 - oracle, 0).abs()
     err_t = torch.where(finite, expected.torch_out.to(torch.float64) - oracle, 0).abs()
-    scale = torch.where(finite, expected.scale, 0)
+    # Output rounding is relative to the value itself; accumulation error to the problem's scale. Budget both.
+    scale = torch.where(finite, expected.scale + oracle.abs(), 0)
     u = spec.unit_roundoff
     reasons = []
     norm_c, norm_t, norm_s = (float(torch.linalg.vector_norm(x)) for x in (err_c, err_t, scale))

@@ -4,22 +4,24 @@ Why it looks the way it does:
 - No autotuning. triton.autotune benchmarks every config on the first call of each shape, and the harness would
   time that. A small host-side heuristic picks one config per shape instead (`_config`); it is cheap and
   deterministic, and the same shape always runs the same kernel.
-- Tile sizes. 128x256x64, 8 warps, 3 stages is the usual best Hopper config for bf16/fp16 (wgmma: each of the two
-  warpgroups owns 64x256 of C; 48 KiB of operands per stage, 3 stages fit H100's 227 KiB of shared memory). When
+- Tile sizes. 128x256x64, 8 warps, 3 stages is the usual best Hopper config for bf16/fp16 in Triton's own
+  matmul tutorials (wgmma: each of the two warpgroups owns 64x256 of C; 48 KiB of operands per stage, 3 stages fit
+  H100's 227 KiB of shared memory). The configs here are reasoned, not tuned: none was timed on an H100. When
   that leaves fewer tiles than SMs (the decode shapes, M=128), the tile is halved, N first, down to 64x64, so that
   more SMs pull on memory: those shapes are bandwidth-bound on B, and an idle SM is bandwidth not used. Small
   dimensions also clamp the tile (M=1 gets 16 rows, tl.dot's minimum, not 128 rows of zeros).
 - fp32 takes half the K per stage (32) since its operands are twice as wide. True fp32 ("highest" precision) runs
-  tl.dot with input_precision="ieee", i.e. FMA on CUDA cores rather than tensor cores; it gets a 64x128 tile, as a
-  bigger fp32 FMA tile spills registers. TF32 ("high"/"medium") may use tensor cores, like torch does.
+  tl.dot with input_precision="ieee", i.e. FMA on CUDA cores rather than tensor cores; it gets a 64x128 tile with
+  4 warps, which keeps the FMA path's registers in check (128x128 sits at the 255 cap). TF32 ("high"/"medium")
+  may use tensor cores, like torch does.
 - Grouped ("swizzled") program order: GROUP_M row-blocks of C are walked column by column, so the programs running
   at once share A row-blocks and B column-blocks in L2 instead of each streaming its own.
 - Tails without branches: rows/columns past M/N are wrapped (% M, % N) so A/B loads need no mask and stay
   vectorizable; those rows are computed and then dropped by the masked store. The K tail is masked (other=0, so it
   adds nothing), and only when K is not a multiple of BLOCK_K (EVEN_K) does the loop pay for that mask.
 - Unaligned rows (K or N not a multiple of 16, e.g. the fuzzer's primes) with 16-bit inputs: Triton can't use
-  cp.async or vector loads there, so each thread holds one 64-bit address per element it loads, and 128x256x64
-  spills hundreds of bytes (ptxas, sm_90). 128x128x32 keeps those shapes spill-free; speed on them is secondary.
+  cp.async or vector loads there, so each thread keeps per-element 64-bit addresses, and 128x256x64 spills
+  hundreds of bytes (ptxas for sm_90). 128x128x32 keeps those shapes spill-free; speed on them is secondary.
 - Offsets are int32 unless some operand has 2**31 elements or more (INT64), where int32 products would wrap.
 - Strides are passed, not assumed, so any 2-D strides work; contiguous inputs get stride 1, which Triton
   specializes on, and that is what makes the loads vector loads.

@@ -1,0 +1,158 @@
+"""The harness's own pieces: checker rules, fuzz bounds, the wire format, problem validation, CLI errors, results."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import given, settings
+
+from harness import check, discover, fuzz, protocol, scoring
+from harness.oracle import expected_for, make_inputs
+from harness.problem import FuzzBounds, ProblemError, load_problem
+from harness.results import EvalRecord, ResultsFile, load
+
+GEMM = discover.get_problem("gemm")
+
+
+def _expected(dtype="float32", shape=None, seed=0):
+    spec = GEMM.dtype(dtype)
+    inputs = make_inputs(GEMM, shape or {"M": 300, "N": 200, "K": 700}, spec, seed, "cpu")
+    return spec, inputs, expected_for(GEMM, inputs, spec)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "tf32"])
+def test_one_wrong_element_in_a_large_output_fails_element_wise(dtype):
+    spec, _, exp = _expected(dtype)
+    out = exp.torch_out.clone()
+    out[123, 45] += 0.2 * (exp.oracle[123, 45].abs() + exp.scale[123, 45])   # wrong by ~20%
+    reasons = check.value_reasons(out, exp, spec)
+    assert {r.code for r in reasons} == {"mismatch"}
+    assert "(123, 45)" in reasons[-1].detail
+
+
+def test_nan_where_the_reference_is_finite_is_nan_mismatch():
+    spec, _, exp = _expected()
+    out = exp.torch_out.clone()
+    out[0, 0] = float("nan")
+    assert [r.code for r in check.value_reasons(out, exp, spec)] == ["nan_mismatch"]
+
+
+def test_tf32_is_not_float32():
+    """A product through TF32-rounded inputs passes the tf32 entry and fails the float32 one."""
+    spec32, inputs, exp32 = _expected("float32")
+    spec_tf, _, exp_tf = _expected("tf32")
+    a, b = (x.view(torch.int32).bitwise_and(~0x1FFF).view(torch.float32) for x in inputs)   # keep 10 mantissa bits
+    out = (a.double() @ b.double()).float()
+    assert check.value_reasons(out, exp32, spec32)
+    assert check.value_reasons(out, exp_tf, spec_tf) == []
+
+
+def test_exact_dtype_requires_bit_equality():
+    spec = GEMM.dtype("float32").__class__(name="int", torch="int32", k_norm=1, k_elem=1, floor=0, exact=True)
+    oracle = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    exp = check.Expected(oracle=oracle, torch_out=oracle, scale=torch.zeros(2, 3, dtype=torch.float64))
+    assert check.value_reasons(oracle.clone(), exp, spec) == []
+    bad = oracle.clone()
+    bad[1, 2] += 1
+    assert "(1, 2)" in check.value_reasons(bad, exp, spec)[0].detail
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=fuzz.shapes(FuzzBounds(dims={"M": (1, 384), "N": (1, 384), "K": (1, 1100)}, budget=1_500_000)))
+def test_fuzzed_shapes_stay_in_bounds_and_budget(data):
+    assert 1 <= data["M"] <= 384 and 1 <= data["N"] <= 384 and 1 <= data["K"] <= 1100
+    assert data["M"] * data["N"] * data["K"] <= 1_500_000
+
+
+def test_cpu_bounds_cross_tile_sizes():
+    """The CPU check must reach past 256 in M and N and several K-tiles, or it proves little."""
+    bounds = GEMM.fuzz["cpu"]
+    assert bounds.dims["M"][1] > 256 and bounds.dims["N"][1] > 256 and bounds.dims["K"][1] >= 4 * 256
+    assert bounds.budget >= 257 * 300
+
+
+def test_case_spec_round_trips():
+    text = fuzz.format_case({"M": 257, "N": 3, "K": 300}, 42)
+    assert fuzz.parse_case(text, ["M", "N", "K"]) == ({"M": 257, "N": 3, "K": 300}, 42)
+    with pytest.raises(discover.UsageError, match="missing"):
+        fuzz.parse_case("M=1,seed=2", ["M", "N", "K"])
+
+
+def test_wire_round_trip_and_lying_sizes():
+    r, w = os.pipe()
+    t = torch.randn(5, 7).to(torch.bfloat16)
+    meta, blob = protocol.tensor_to_wire(t)
+    protocol.send(w, {"wire": meta}, [blob])
+    header, blobs = protocol.recv(r, timeout=5)
+    assert torch.equal(protocol.tensor_from_wire(header["wire"], blobs[0]), t)
+    with pytest.raises(ValueError, match="needs"):
+        protocol.tensor_from_wire({"dtype": "float32", "shape": [100]}, b"\0" * 8)
+    with pytest.raises(ValueError, match="unknown dtype"):
+        protocol.tensor_from_wire({"dtype": "__import__", "shape": [1]}, b"\0")
+    os.close(r)
+    os.close(w)
+
+
+def test_recv_times_out_instead_of_hanging():
+    r, w = os.pipe()
+    with pytest.raises(protocol.ChannelTimeout):
+        protocol.recv(r, timeout=0.2)
+    os.close(r)
+    os.close(w)
+
+
+def test_bad_problem_files_name_the_file_and_key(tmp_path):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "problem.yaml").write_text("id: bad\ndims: [M]\n")
+    with pytest.raises(ProblemError, match=r"problem.yaml: missing key 'dtypes'"):
+        load_problem(folder)
+    (folder / "problem.yaml").write_text(
+        "id: bad\ndims: [M]\ndtypes: {float32: {torch: float32}}\nfuzz: {cpu: {M: [0, 4]}}\n"
+        "benchmark: []\nbaselines: {}\nflops: 'M'\nbytes: 'M'\n")
+    with pytest.raises(ProblemError, match=r"fuzz.cpu.M must be"):
+        load_problem(folder)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_unknown_problem_lists_known_and_exits_2():
+    out = _cli("eval", "gem", "x.py")
+    assert out.returncode == 2
+    assert "unknown problem 'gem'" in out.stderr and "did you mean 'gemm'" in out.stderr and "known:" in out.stderr
+
+
+def test_cli_missing_file_and_unknown_dtype_exit_2():
+    assert _cli("eval", "gemm", "nope/missing.py").returncode == 2
+    out = _cli("eval", "gemm", "torch_matmul", "--dtype", "fp64", "--device", "cpu")
+    assert out.returncode == 2 and "unknown dtype 'fp64'" in out.stderr
+
+
+def test_cli_list_shows_problems_solutions_and_backends():
+    out = _cli("list")
+    assert out.returncode == 0
+    for word in ("gemm", "torch_matmul", "triton_tiled", "cupy_wmma", "cute_gemm", "backends on this machine"):
+        assert word in out.stdout
+
+
+def test_results_file_is_valid_after_each_record_and_resumes(tmp_path):
+    path = tmp_path / "r.json"
+    rf = ResultsFile(path, {"device": "cpu"})
+    rf.add(EvalRecord(problem="gemm", solution="a", path="a.py", backend="torch", device="cpu"))
+    assert load(path)["records"][0]["solution"] == "a"
+    again = ResultsFile(path, {"device": "cpu"})
+    assert again.done() == {"gemm/a@cpu"}
+    with pytest.raises(ValueError, match="schema"):
+        (tmp_path / "x.json").write_text(json.dumps({"schema": "other"}))
+        load(tmp_path / "x.json")
+
+
+def test_scoring_geomean_fast_p_and_interval():
+    assert scoring.geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert scoring.fast_p([0.9, 1.2, 1.6], 1.0) == pytest.approx(2 / 3)
+    lo, hi = scoring.speedup_ci([2.0] * 20, [1.0, 1.1] * 10)
+    assert lo <= 2.0 / 1.05 <= hi + 1e-9
