@@ -75,7 +75,7 @@ def _positive(text: str) -> int:
 
 def _options(args, device: str):
     from harness.evaluate import Options
-    examples = args.examples or (20 if device == "cpu" else 60)
+    examples = args.examples or (20 if device == "cpu" else 30)
     return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
                    seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
                    case_timeout_s=args.timeout)
