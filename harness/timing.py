@@ -75,10 +75,10 @@ def time_sides(sides: dict, sets: list, reps: int, seed: int, min_reps: int = 5,
     torch.cuda.synchronize()
     probe = {label: statistics.median(_probe(fn, sets, flush)) for label, fn in sides.items()}
     use_graphs = min(probe.values()) < GRAPH_BELOW_MS
-    runners = {}
-    for label, fn in sides.items():
-        graphs = _graphs_for(fn, sets) if use_graphs else None
-        runners[label] = (graphs, fn)
+    runners = {label: (_graphs_for(fn, sets) if use_graphs else None, fn) for label, fn in sides.items()}
+    if any(graphs is None for graphs, _ in runners.values()):
+        # One side not capturable: time every side with plain events, or launch overhead would favour one side.
+        runners = {label: (None, fn) for label, fn in sides.items()}
     # Fit the repetitions into the budget: the slowest side dominates.
     per_rep_ms = sum(probe.values()) + 0.05 * len(sides)
     reps = max(min_reps, min(reps, int(budget_s * 1e3 / max(per_rep_ms, 1e-3))))

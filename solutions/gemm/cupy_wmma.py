@@ -42,6 +42,7 @@ raw data_ptr()s (no DLPack wrap, no CuPy allocation, no host sync) and the launc
 stream (cupy.cuda.Stream.from_external), so the launch is CUDA-graph capturable once the module is loaded.
 No torch matmul and no cuBLAS anywhere.
 """
+import os
 import numpy as np
 import torch
 
@@ -425,6 +426,22 @@ def _smem_bytes(mode):
     return stages * (_BM * (bk + vec) + bk * (_BN + vec)) * esize
 
 
+def _include_options():
+    """NVRTC needs <mma.h>, which includes "crt/mma.h". The headers CuPy finds first (pip's nvidia/cu13/include)
+    lack the crt/ folder on some machines (seen on the H200 image, CUDA 13), so point NVRTC at a toolkit that has
+    it. Nothing is added where CuPy's own headers suffice."""
+    import shutil
+    roots = [os.environ.get("CUDA_PATH", ""), os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    for root in filter(None, roots):
+        for inc in (os.path.join(root, "include"), os.path.join(root, "targets", "x86_64-linux", "include")):
+            if os.path.isfile(os.path.join(inc, "crt", "mma.h")):
+                return ("-I" + inc,)
+    return ()
+
+
 def _get_kernels(dev, mode):
     key = (dev, mode)
     ks = _KERNELS.get(key)
@@ -434,7 +451,7 @@ def _get_kernels(dev, mode):
         stem = _MODES[mode][0]
         with cupy.cuda.Device(dev):
             # No --use_fast_math: the fp32 path must be IEEE fmaf; the tensor-core paths do not need it.
-            mod = cupy.RawModule(code=_SRC, options=("-std=c++17",))
+            mod = cupy.RawModule(code=_SRC, options=("-std=c++17", *_include_options()))
             ka = mod.get_function(stem + "_a")
             ku = mod.get_function(stem + "_u")
             smem = _smem_bytes(mode)
