@@ -279,10 +279,13 @@ def _timing_entry(problem, spec, bench, shape, header, record, peaks) -> dict:
     for label, side in sides.items():
         if label == "candidate":
             continue
+        if "error" in side:
+            entry.setdefault("baseline_errors", {})[label] = side["error"]
+            continue
         base_ms = scoring.median(side["ms"])
         entry["baselines"][label] = {"ms": base_ms, "speedup": base_ms / cand_ms, "mode": side["mode"],
                                      "ci95": list(scoring.speedup_ci(side["ms"], cand["ms"], seed=record.seed or 0)),
-                                     "tflops": flops / base_ms / 1e9}
+                                     "tflops": flops / base_ms / 1e9, "note": side.get("note", "")}
     if header.get("tampering"):
         record.reasons.append(Reason("tampering", "changed during timing: " + ", ".join(header["tampering"][:10]))
                               .to_json())

@@ -66,13 +66,20 @@ def _call_time(run, flush):
 
 def time_sides(sides: dict, sets: list, reps: int, seed: int, min_reps: int = 5, budget_s: float = 20.0) -> dict:
     """Time each side (label -> fn(*inputs)) on rotating input sets. Returns label -> {"ms": [...], "wall_ms": [...],
-    "mode": ..., "last_out": tensor, "last_set": index}."""
-    device = sets[0][0].device
+    "mode": ..., "last_out": tensor, "last_set": index}, or {"error": why} for a baseline that failed to run."""
+    device = next(x.device for x in sets[0] if isinstance(x, torch.Tensor))
     flush = _Flusher(device)
-    for fn in sides.values():                 # warm-up: compilation, autotuning caches, handle creation
-        for args in sets:
-            fn(*args)
-    torch.cuda.synchronize()
+    dropped = {}
+    for label, fn in list(sides.items()):     # warm-up: compilation, autotuning caches, handle creation
+        try:
+            for args in sets:
+                fn(*args)
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 - a baseline this GPU or torch lacks is dropped, with the reason
+            if label == "candidate":
+                raise
+            dropped[label] = f"{type(exc).__name__}: {exc}"[:500]
+            del sides[label]
     probe = {label: statistics.median(_probe(fn, sets, flush)) for label, fn in sides.items()}
     use_graphs = min(probe.values()) < GRAPH_BELOW_MS
     runners = {label: (_graphs_for(fn, sets) if use_graphs else None, fn) for label, fn in sides.items()}
@@ -99,10 +106,12 @@ def time_sides(sides: dict, sets: list, reps: int, seed: int, min_reps: int = 5,
             walls[label].append(wall)
             last[label] = (out, k)
     torch.cuda.synchronize()
-    return {label: {"ms": [s.elapsed_time(e) for s, e in events[label]], "wall_ms": walls[label],
-                    "mode": "graph" if runners[label][0] else "events", "last_out": last[label][0],
-                    "last_set": last[label][1]}
-            for label in sides}
+    result = {label: {"ms": [s.elapsed_time(e) for s, e in events[label]], "wall_ms": walls[label],
+                      "mode": "graph" if runners[label][0] else "events", "last_out": last[label][0],
+                      "last_set": last[label][1]}
+              for label in sides}
+    result.update({label: {"error": why} for label, why in dropped.items()})
+    return result
 
 
 def _probe(fn, sets, flush, n=3):

@@ -117,9 +117,11 @@ class Session:
         from harness.problem import load_module
         spec = self.problem.dtype(request["dtype"])
         sets = [self._inputs(request, seed)[1] for seed in request["seeds"]]
-        sides = {"candidate": self.solve}
+        sides, notes = {"candidate": self.solve}, {}
         for label, path in request["baselines"].items():
-            sides[label] = load_module(path, f"gauntlet_baseline_{label}").solve
+            module = load_module(path, f"gauntlet_baseline_{label}")
+            sides[label] = module.solve
+            notes[label] = _describe(module, sets[0])
         with matmul_precision(spec), torch.no_grad():
             result = timing.time_sides(sides, sets, reps=request.get("reps", 50), seed=request["order_seed"],
                                        budget_s=request.get("budget_s", 20.0))
@@ -127,13 +129,24 @@ class Session:
         blobs = []
         cand = result["candidate"]
         for label, r in result.items():
-            header["sides"][label] = {"ms": r["ms"], "wall_ms": r["wall_ms"], "mode": r["mode"]}
+            side = {"error": r["error"]} if "error" in r else {"ms": r["ms"], "wall_ms": r["wall_ms"], "mode": r["mode"]}
+            header["sides"][label] = dict(side, note=notes.get(label, ""))
         out = cand["last_out"]
         if type(out) is torch.Tensor:   # noqa: E721
             meta, blob = protocol.tensor_to_wire(out)
             header["spot"] = {"seed": request["seeds"][cand["last_set"]], "wire": meta}
             blobs.append(blob)
         return header, blobs
+
+
+def _describe(module, inputs) -> str:
+    """A baseline may say which path it takes (`describe(*inputs)` or a NOTE string), e.g. block-scaled
+    _scaled_mm versus dequantize-then-GEMM; the result records it beside the baseline's time."""
+    try:
+        describe = getattr(module, "describe", None)
+        return str(describe(*inputs)) if callable(describe) else str(getattr(module, "NOTE", ""))
+    except Exception as exc:  # noqa: BLE001
+        return f"describe() failed: {exc}"
 
 
 def _tb(limit: int = 4000) -> str:

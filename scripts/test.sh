@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command (README, and CI's .ci/run): install what is needed, then run the whole pytest suite:
+# the harness's own tests, the known-bad corpus, and one judgement per problem x solution x dtype.
+# On a CPU-only machine, CuPy/CuTe solutions and GPU-only tests are skipped with their reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+exec .venv/bin/python -m pytest -n "${GAUNTLET_WORKERS:-2}" -q "$@"
