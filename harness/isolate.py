@@ -19,6 +19,41 @@ from harness.discover import ROOT
 from harness.reasons import Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Processes the candidate double-forks (fork + setsid, escaping its process group) are re-parented to us
+    instead of init, so we can see and kill them (Linux; a no-op elsewhere)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _stat(pid: int):
+    """(ppid, pgid, sid) of a process, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[1]), int(fields[2]), int(fields[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def adopted_orphans(known: set[int]) -> list[int]:
+    """Our direct children that we did not start: the candidate's escaped descendants."""
+    me, out = os.getpid(), []
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        st = _stat(pid)
+        if st and st[0] == me and pid not in known and st[2] != os.getsid(0):
+            out.append(pid)
+    return out
 
 
 class ChildFailed(Exception):
@@ -39,6 +74,7 @@ class Child:
                    HOME=self.tmp.name, TMPDIR=self.tmp.name, PYTHONUNBUFFERED="1",
                    PYTHONDONTWRITEBYTECODE="1")
         env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
+        _become_subreaper()
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.worker", str(req_r), str(resp_w), problem_id, str(path), backend,
@@ -115,7 +151,17 @@ class Child:
         self.req_w = self.resp_r = -1
         self.tmp.cleanup()
 
+    def escaped(self) -> list[int]:
+        """Processes that left the child's process group and session and are still running."""
+        return adopted_orphans({self.proc.pid})
+
     def _kill_group(self) -> None:
+        for pid in self.escaped():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError, PermissionError):
+                pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -34,6 +34,7 @@ class EvalRecord:
     skipped: dict = field(default_factory=dict)      # dtype -> why it was not entered
     timings: list = field(default_factory=list)      # one per (dtype, benchmark shape), cuda only
     score: dict = field(default_factory=dict)        # dtype -> baseline -> summary
+    static_notes: list = field(default_factory=list)   # a second opinion from reading the source; not a verdict
     seed: int | None = None
     elapsed_s: float = 0.0
     schema: str = EVAL_SCHEMA

@@ -3,6 +3,8 @@
 Method (see shared GUIDE and the device METHOD notes):
 - inputs rotate among several sets, all made before timing starts, so no timed call reads warm inputs;
 - L2 is flushed (a write over a buffer twice its size) before every timed call, outside the timed region;
+- each timed call gets fresh input values (rewritten in place from a fresh seed), and its output is poisoned
+  before it is freed; the outputs of randomly chosen timed calls go back to the judge;
 - each timed call is bracketed by CUDA events on the current stream, then a device-wide synchronize, so work the
   candidate left on other streams lands before the next measurement (and the host wall time shows it);
 - short kernels are captured in CUDA graphs and replayed, which removes launch overhead from both sides alike;
@@ -51,7 +53,9 @@ def _graphs_for(fn, sets):
         return None
 
 
-def _call_time(run, flush):
+def _call_time(run, flush, before=None):
+    if before is not None:
+        before()
     flush()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -64,16 +68,26 @@ def _call_time(run, flush):
     return start, end, wall, out
 
 
-def time_sides(sides: dict, sets: list, reps: int, seed: int, min_reps: int = 5, budget_s: float = 20.0) -> dict:
-    """Time each side (label -> fn(*inputs)) on rotating input sets. Returns label -> {"ms": [...], "wall_ms": [...],
-    "mode": ..., "last_out": tensor, "last_set": index}, or {"error": why} for a baseline that failed to run."""
+def time_sides(sides: dict, sets: list, reps: int, refill=None, spots: int = 2, min_reps: int = 5,
+               budget_s: float = 20.0) -> dict:
+    """Time each side (label -> fn(*inputs)) on rotating input sets.
+
+    `refill(k)` rewrites input set k in place with fresh values from a fresh seed and returns that seed; it runs
+    before every timed call, outside the timed region, so no call can be answered from a cache keyed by pointer
+    or by an earlier call. After each call its output is poisoned before it is freed. The candidate's outputs of
+    `spots` randomly chosen timed calls are kept, with their seeds, for the judge to check.
+    Returns label -> {"ms", "wall_ms", "mode"} (+ "spots": [(seed, output)] for the candidate), or
+    {"error": why} for a baseline that failed to run."""
+    from harness.guard import poison, reset_persisting_l2
+    rng = random.SystemRandom()                # not reproducible on purpose: the candidate cannot predict it
     device = next(x.device for x in sets[0] if isinstance(x, torch.Tensor))
     flush = _Flusher(device)
     dropped = {}
-    for label, fn in list(sides.items()):     # warm-up: compilation, autotuning caches, handle creation
+    for label, fn in list(sides.items()):     # warm-up: compilation, caches, handles; a varying number of calls
         try:
-            for args in sets:
-                fn(*args)
+            for _ in range(rng.randint(1, 3)):
+                for args in sets:
+                    poison(fn(*args))
             torch.cuda.synchronize()
         except Exception as exc:  # noqa: BLE001 - a baseline this GPU or torch lacks is dropped, with the reason
             if label == "candidate":
@@ -86,30 +100,41 @@ def time_sides(sides: dict, sets: list, reps: int, seed: int, min_reps: int = 5,
     if any(graphs is None for graphs, _ in runners.values()):
         # One side not capturable: time every side with plain events, or launch overhead would favour one side.
         runners = {label: (None, fn) for label, fn in sides.items()}
-    # Fit the repetitions into the budget: the slowest side dominates.
-    per_rep_ms = sum(probe.values()) + 0.05 * len(sides)
-    reps = max(min_reps, min(reps, int(budget_s * 1e3 / max(per_rep_ms, 1e-3))))
-    rng = random.Random(seed)
+    # Fit the repetitions into the budget (the slowest side dominates); vary the count so phases look alike.
+    per_rep_ms = sum(probe.values()) + 0.1 * len(sides)
+    reps = max(min_reps, min(int(reps * rng.uniform(0.8, 1.2)), int(budget_s * 1e3 / max(per_rep_ms, 1e-3))))
+    spot_reps = set(rng.sample(range(reps), min(spots, reps)))
     events = {label: [] for label in sides}
     walls = {label: [] for label in sides}
-    last = {}
+    kept = []
     for rep in range(reps):
         order = list(sides)
         rng.shuffle(order)
         for label in order:
             graphs, fn = runners[label]
             k = rng.randrange(len(sets))
+            seed = []
+
+            def before(k=k, seed=seed):
+                reset_persisting_l2()
+                if refill is not None:
+                    seed.append(refill(k))
+
             run = (lambda g=graphs[k][0], o=graphs[k][1]: (g.replay(), o)[1]) if graphs else \
                 (lambda a=sets[k], f=fn: f(*a))
-            start, end, wall, out = _call_time(run, flush)
+            start, end, wall, out = _call_time(run, flush, before)
             events[label].append((start, end))
             walls[label].append(wall)
-            last[label] = (out, k)
+            if label == "candidate" and rep in spot_reps:
+                kept.append((seed[0] if seed else None, out.clone() if isinstance(out, torch.Tensor) else out))
+            if not graphs:
+                poison(out)
+            del out
     torch.cuda.synchronize()
     result = {label: {"ms": [s.elapsed_time(e) for s, e in events[label]], "wall_ms": walls[label],
-                      "mode": "graph" if runners[label][0] else "events", "last_out": last[label][0],
-                      "last_set": last[label][1]}
+                      "mode": "graph" if runners[label][0] else "events"}
               for label in sides}
+    result["candidate"]["spots"] = kept
     result.update({label: {"error": why} for label, why in dropped.items()})
     return result
 

@@ -8,6 +8,7 @@ bytes plus what the in-process guards saw. The parent computes every verdict.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 
 from harness import protocol
@@ -89,53 +90,96 @@ class Session:
         from harness import guard
         from harness.oracle import matmul_precision
         spec, inputs = self._inputs(request, request["seed"])
-        recorder = guard.OpRecorder() if self.backend != "torch" else None
+        cuda = self.device == "cuda"
+        custom = self.backend != "torch"
+        recorder = guard.OpRecorder() if custom else None
         threads = guard.live_threads()
+        kernels = None
+        if cuda:
+            torch.cuda.synchronize()
         with matmul_precision(spec), torch.no_grad():
             if recorder is not None:
                 with recorder:
-                    out = self.solve(*inputs)
+                    if cuda and request.get("profile"):
+                        out, kernels = guard.profiled_call(self.solve, inputs)
+                    else:
+                        out = self.solve(*inputs)
             else:
                 out = self.solve(*inputs)
-            if self.device == "cuda":
-                torch.cuda.synchronize()
-        header = {"ok": True, "meta": guard.describe_output(out, inputs),
-                  "input_digests": [guard.digest(x) for x in inputs],
-                  "forbidden_ops": recorder.forbidden if recorder else [],
-                  "tampering": self.watch.changed(), "background": guard.background_work(threads)}
-        if not header["meta"]["is_tensor"]:
+        background = guard.background_work(threads)
+        if cuda:
+            # The answer must be complete once the current stream gets there: read it after a sync of that stream
+            # alone. Work the candidate left on other streams shows as a slow device-wide sync afterwards.
+            torch.cuda.current_stream().synchronize()
+            header_meta = guard.describe_output(out, inputs)
+            payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None
+            t0 = time.perf_counter()
+            torch.cuda.synchronize()
+            straggler_ms = (time.perf_counter() - t0) * 1e3
+            if straggler_ms > 1.0:
+                background = "; ".join(filter(None, [background, f"GPU work still running {straggler_ms:.1f} ms "
+                                                                  "after solve returned (another stream?)"]))
+            l2 = guard.persisting_l2_bytes()
+        else:
+            header_meta = guard.describe_output(out, inputs)
+            payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None
+            l2 = 0
+        tampering = self.watch.changed()
+        if l2:
+            tampering.append(f"persisting L2 carve-out of {l2} bytes set (defeats the L2 flush)")
+            guard.reset_persisting_l2()
+        header = {"ok": True, "meta": header_meta, "input_digests": [guard.digest(x) for x in inputs],
+                  "forbidden_ops": recorder.forbidden if recorder else [], "tampering": tampering,
+                  "background": background, "kernels": kernels,
+                  "kernel_problem": guard.kernel_verdict(kernels) if kernels is not None else ""}
+        if payload is None:
             return header, []
-        meta, blob = protocol.tensor_to_wire(out)
-        header["wire"] = meta
-        return header, [blob]
+        guard.poison(out)
+        del out
+        if cuda:
+            torch.cuda.empty_cache()
+        header["wire"] = payload[0]
+        return header, [payload[1]]
 
     def run_timing(self, request: dict):
+        import random
+
         import torch
 
-        from harness import timing
+        from harness import guard, timing
         from harness.oracle import matmul_precision
         from harness.problem import load_module
         spec = self.problem.dtype(request["dtype"])
-        sets = [self._inputs(request, seed)[1] for seed in request["seeds"]]
+        fresh = random.SystemRandom()
+        sets = [self._inputs(request, fresh.randrange(2**31))[1] for _ in range(request.get("sets", 3))]
+
+        def refill(k):
+            seed = fresh.randrange(2**31)
+            for dst, src in zip(sets[k], self._inputs(request, seed)[1]):
+                if isinstance(dst, torch.Tensor):
+                    dst.copy_(src)
+            return seed
+
         sides, notes = {"candidate": self.solve}, {}
         for label, path in request["baselines"].items():
             module = load_module(path, f"gauntlet_baseline_{label}")
             sides[label] = module.solve
             notes[label] = _describe(module, sets[0])
         with matmul_precision(spec), torch.no_grad():
-            result = timing.time_sides(sides, sets, reps=request.get("reps", 50), seed=request["order_seed"],
-                                       budget_s=request.get("budget_s", 20.0))
-        header = {"ok": True, "sides": {}, "tampering": self.watch.changed()}
-        blobs = []
-        cand = result["candidate"]
+            result = timing.time_sides(sides, sets, reps=request.get("reps", 50), refill=refill,
+                                       spots=request.get("spots", 2), budget_s=request.get("budget_s", 20.0))
+        header = {"ok": True, "sides": {}, "tampering": self.watch.changed(), "spots": []}
         for label, r in result.items():
             side = {"error": r["error"]} if "error" in r else {"ms": r["ms"], "wall_ms": r["wall_ms"], "mode": r["mode"]}
             header["sides"][label] = dict(side, note=notes.get(label, ""))
-        out = cand["last_out"]
-        if type(out) is torch.Tensor:   # noqa: E721
-            meta, blob = protocol.tensor_to_wire(out)
-            header["spot"] = {"seed": request["seeds"][cand["last_set"]], "wire": meta}
-            blobs.append(blob)
+        blobs = []
+        for seed, out in result["candidate"]["spots"]:
+            meta = guard.describe_output(out, tuple(x for inputs in sets for x in inputs))
+            if meta["is_tensor"]:
+                wire, blob = protocol.tensor_to_wire(out)
+                meta["wire"] = wire
+                blobs.append(blob)
+            header["spots"].append(dict(meta, seed=seed))
         return header, blobs
 
 

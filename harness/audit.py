@@ -1,0 +1,73 @@
+"""Parent-side audits around a candidate: did it write into the source tree, and what does its source look like.
+
+The tree check catches a candidate that edits the reference, the harness or a baseline on disk (which later
+processes would import). The static notes are a second opinion only: a line in the report, never a verdict, since
+any pattern can be obfuscated and many are legitimate.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from harness.discover import ROOT
+
+_SKIP_PARTS = {"__pycache__", ".pytest_cache"}
+
+
+def watched_paths(problem_id: str, baselines: list[str], root: Path = ROOT) -> list[Path]:
+    """What a candidate could edit on disk to sway this or a later judgement: the harness, this problem's two
+    files, its baseline solutions, and the pytest/packaging config. Kept narrow on purpose: a user editing their
+    own solution (or another problem) while a run goes on must not get an innocent candidate blamed."""
+    paths = [root / "harness", root / "problems" / problem_id, root / "conftest.py", root / "pyproject.toml"]
+    return paths + [root / "solutions" / problem_id / f"{name}.py" for name in baselines]
+
+
+def source_tree_digest(paths: list[Path], root: Path = ROOT) -> dict[str, str]:
+    digests = {}
+    for base in paths:
+        files = [base] if base.is_file() else (sorted(base.rglob("*")) if base.is_dir() else [])
+        for path in files:
+            if path.is_file() and not _SKIP_PARTS.intersection(path.parts):
+                try:
+                    digests[str(path.relative_to(root))] = hashlib.sha1(path.read_bytes()).hexdigest()
+                except (OSError, ValueError):
+                    continue
+    return digests
+
+
+def tree_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    changed = [f"modified {p}" for p in before if p in after and before[p] != after[p]]
+    changed += [f"deleted {p}" for p in before if p not in after]
+    changed += [f"created {p}" for p in after if p not in before]
+    return sorted(changed)
+
+
+# pattern -> what it suggests; matched against the candidate's source text.
+_SUSPICIOUS = {
+    r"torch\.(matmul|mm|bmm|einsum|addmm|baddbmm|_scaled_mm|_int_mm|_grouped_mm)\b|F\.linear|\.matmul\(|\s@\s":
+        "calls a library matmul (fine only for torch backends)",
+    r"\bcublas|\bcudnn|cupy\.(matmul|dot|einsum)|cupy\.linalg": "reaches a vendor library directly",
+    r"\bctypes\b": "uses ctypes (can patch memory or call libraries unseen)",
+    r"os\.fork|subprocess|multiprocessing|threading\.Thread|os\.setsid": "starts threads or processes",
+    r"gc\.get_objects|sys\._getframe|inspect\.stack|f_back|f_locals": "inspects the interpreter's memory or frames",
+    r"(torch|time|harness|sys\.modules)[\w.\[\]'\"]*\s*=(?!=)": "assigns into torch/time/harness/sys.modules",
+    r"data_ptr\(\)|_cache|lru_cache|functools\.cache": "keys or caches results (legitimate for compiled kernels)",
+    r"Persisting|accessPolicyWindow|cudaLimitPersistingL2": "touches the persisting-L2 controls",
+    r"os\._exit|sys\.exit|signal\.": "exits or handles signals",
+    r"open\(|Path\(|\.write_text|\.write_bytes": "touches files",
+}
+
+
+def static_notes(path: Path) -> list[str]:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return []
+    notes = []
+    for pattern, meaning in _SUSPICIOUS.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            if re.search(pattern, line) and not line.lstrip().startswith("#"):
+                notes.append(f"line {number}: {meaning}")
+                break
+    return notes
