@@ -153,7 +153,7 @@ def cmd_run(args) -> int:
                 results.set_peaks({**results.doc.get("peaks", {}), **peaks_by_problem[problem.id]})
             opts.peaks = peaks_by_problem[problem.id]
         t0 = time.monotonic()
-        record = evaluate(problem, solution, opts)
+        record = _evaluate_or_record(evaluate, problem, solution, opts)
         results.add(record)
         failed += record.verdict not in ("pass", "unsupported")
         codes = ",".join(sorted({r["code"] for r in record.reasons}))
@@ -175,6 +175,22 @@ def cmd_report(args) -> int:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
+
+def _evaluate_or_record(evaluate, problem, solution, opts):
+    """A harness error on one candidate becomes that candidate's record; the suite goes on."""
+    import traceback
+
+    from harness.reasons import Reason
+    from harness.results import EvalRecord
+    try:
+        return evaluate(problem, solution, opts)
+    except Exception:  # noqa: BLE001
+        record = EvalRecord(problem=problem.id, solution=solution.name, path=str(solution.path),
+                            backend=solution.backend, device=opts.device, verdict="error")
+        record.reasons.append(Reason("crash", "harness error while judging: " + traceback.format_exc()[-2000:])
+                              .to_json())
+        return record
+
 
 def _peaks(problem) -> dict:
     """Measured in this (trusted) process, before any candidate runs."""

@@ -215,9 +215,14 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
         shape, seed = current.get("shape"), current.get("seed")
         exc.reason.repro = exc.reason.repro or (_repro(record, spec, shape, seed) if shape else "")
         return [exc.reason]
-    except CaseFailed:
+    except Exception as exc:  # noqa: BLE001 - CaseFailed, or Hypothesis' FlakyFailure when a failure did not replay
+        if not failure:
+            raise
         counts["status"] = "fail"
         reasons = failure["reasons"]       # the last failure Hypothesis saw is the shrunk one it re-raised
+        if not isinstance(exc, CaseFailed):
+            reasons = [Reason(r.code, r.detail + " (did not fail again on replay: the candidate is not "
+                                                 "deterministic)") for r in reasons]
         repro = _repro(record, spec, failure["shape"], failure["seed"])
         return [Reason(r.code, f"[{spec.name} {fuzz.format_case(failure['shape'], failure['seed'])}] {r.detail}",
                        repro) for r in _dedupe(reasons)]

@@ -227,6 +227,21 @@ def _cudart():
     return None
 
 
+_L2_BASELINE: list[int] = []
+
+
+def remember_l2_baseline() -> None:
+    """The carve-out in force before any candidate code ran (not always 0: seen 11.25 MiB on an H200 image)."""
+    if not _L2_BASELINE:
+        _L2_BASELINE.append(persisting_l2_bytes())
+
+
+def l2_changed() -> int:
+    """The carve-out now, if the candidate changed it from the baseline; else 0."""
+    now = persisting_l2_bytes()
+    return now if _L2_BASELINE and now != _L2_BASELINE[0] else 0
+
+
 def persisting_l2_bytes() -> int:
     """The persisting-L2 carve-out in force (0 normally). A carve-out keeps a kernel's inputs in L2 across the
     harness's flush, so timed calls would read warm data."""
@@ -241,10 +256,12 @@ def persisting_l2_bytes() -> int:
 
 
 def reset_persisting_l2() -> None:
+    """Evict persisting lines and put the carve-out back to its baseline, before every timed call."""
+    import ctypes
     lib = _cudart()
     if lib is not None:
         lib.cudaCtxResetPersistingL2Cache()
-        lib.cudaDeviceSetLimit(_CUDA_LIMIT_PERSISTING_L2, 0)
+        lib.cudaDeviceSetLimit(_CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(_L2_BASELINE[0] if _L2_BASELINE else 0))
 
 
 def poison(out) -> None:

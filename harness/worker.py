@@ -49,6 +49,10 @@ class Session:
             backends.after_import(self.backend, self.device)
         except Exception:  # noqa: BLE001
             return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}
+        if self.device == "cuda":
+            import torch
+            torch.cuda.init()
+            guard.remember_l2_baseline()
         self.watch = guard.TamperWatch()
         try:
             from harness.problem import load_module
@@ -119,7 +123,7 @@ class Session:
             if straggler_ms > 1.0:
                 background = "; ".join(filter(None, [background, f"GPU work still running {straggler_ms:.1f} ms "
                                                                   "after solve returned (another stream?)"]))
-            l2 = guard.persisting_l2_bytes()
+            l2 = guard.l2_changed()
         else:
             header_meta = guard.describe_output(out, inputs)
             payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None

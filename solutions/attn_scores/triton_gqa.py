@@ -17,7 +17,6 @@ Why it looks the way it does:
 - fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32), with a 64x128x32 tile.
 - No autotuning (the judge would time its benchmarking); configs are reasoned, not tuned on an H100.
 """
-import functools
 import math
 
 import torch

@@ -53,7 +53,7 @@ def _grouped_gemm_kernel(x_ptr, w_ptr, offs_ptr, out_ptr, M, N, K, E, NUM_M_TILE
                          OUT_DTYPE: tl.constexpr):
     # Grouped program order over the (upper-bound) m-tile x n-tile grid.
     pid = tl.program_id(0)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
     num_pid_in_group = GROUP_M * num_pid_n
     group_id = pid // num_pid_in_group
     first_pid_m = group_id * GROUP_M
@@ -66,14 +66,13 @@ def _grouped_gemm_kernel(x_ptr, w_ptr, offs_ptr, out_ptr, M, N, K, E, NUM_M_TILE
     ends = tl.load(offs_ptr + eidx, mask=eidx < E, other=0)
     starts = tl.load(offs_ptr + eidx - 1, mask=(eidx > 0) & (eidx < E), other=0)
     tiles = (ends - starts + (BLOCK_M - 1)) // BLOCK_M          # 0 for empty experts and the E_P2 padding
-    cum = tl.cumsum(tiles, axis=0)                               # inclusive prefix sum of tiles
-    e = tl.sum((cum <= pid_m).to(tl.int32), axis=0)              # first expert whose tiles reach past pid_m
+    before = tl.cumsum(tiles, axis=0) <= pid_m                   # experts whose tiles all come before pid_m
+    e = tl.sum(before.to(tl.int32), axis=0)                      # so pid_m belongs to expert e
     if e >= E:
         return                                                   # past the real tile count: nothing to do
-    sel = eidx == e
-    first_tile = tl.sum(tl.where(sel, cum - tiles, 0), axis=0)
-    row_start = tl.sum(tl.where(sel, starts, 0), axis=0)
-    row_end = tl.sum(tl.where(sel, ends, 0), axis=0)
+    first_tile = tl.sum(tl.where(before, tiles, 0), axis=0)
+    row_end = tl.load(offs_ptr + e)
+    row_start = tl.load(offs_ptr + e - 1, mask=e > 0, other=0)
 
     offs_m = row_start + (pid_m - first_tile) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -89,7 +88,7 @@ def _grouped_gemm_kernel(x_ptr, w_ptr, offs_ptr, out_ptr, M, N, K, E, NUM_M_TILE
     b_ptrs = w_base + cols[None, :] * stride_wn + offs_k[:, None] * stride_wk   # (BLOCK_K, BLOCK_N) view of w[e].T
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(0, (K + BLOCK_K - 1) // BLOCK_K):
         if EVEN_K:
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)

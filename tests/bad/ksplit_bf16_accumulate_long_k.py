@@ -1,0 +1,23 @@
+"""Known-bad on the CUDA domain: split-K with a bfloat16 running sum (each K-chunk of 64 in fp32, the total rounded
+to bfloat16 after every chunk), the same code as good/ksplit_bf16_accumulate_short_k.py. One bf16 rounding per chunk
+makes the error grow like sqrt(K/64): at K <= 1100 it stays within k times torch's error, at K = 9000 (inside the
+CUDA fuzz domain, K up to 9000) it does not: measured 1.4-1.5x the element-wise budget on every seed tried, on
+256x256x9000. The corpus test replays that case (CASE) on the CPU, where the arithmetic is the same.
+Expected: mismatch."""
+import torch
+
+BACKEND = "torch"
+EXPECTED = "mismatch"
+DEVICE = "cpu"
+DTYPES = ("bfloat16",)
+CASE = "M=256,N=256,K=9000,seed=1"
+CHUNK = 64
+
+
+def solve(a, b):
+    M, K = a.shape
+    acc = torch.zeros(M, b.shape[1], dtype=a.dtype, device=a.device)
+    for k0 in range(0, K, CHUNK):
+        part = torch.matmul(a[:, k0:k0 + CHUNK].float(), b[k0:k0 + CHUNK].float())
+        acc = (acc.float() + part).to(a.dtype)
+    return acc
