@@ -41,13 +41,13 @@ ONE_PASS_MAX_K = 16384
 
 @triton.jit
 def _round_e4m3(y):
-    """Round fp32 y (|y| <= 448) to the nearest e4m3 value, ties to even, in fp32 arithmetic (interpreter only)."""
+    """Round fp32 y (|y| <= 448) to the nearest e4m3 value, ties to even, in fp32 arithmetic (interpreter only;
+    bitwise integer ops only, which the interpreter does not overflow-check, so it stays fast)."""
     bits = y.to(tl.int32, bitcast=True)
-    e = (bits >> 23) & 0xFF
-    e = tl.maximum(e, 121)                       # below 2**-6 (e4m3's smallest normal) the spacing stays 2**-9
-    ulp = ((e - 3) << 23).to(tl.float32, bitcast=True)            # e4m3 keeps 3 mantissa bits
-    inv_ulp = ((254 - (e - 3)) << 23).to(tl.float32, bitcast=True)
-    t = tl.abs(y) * inv_ulp                      # exact: a power-of-two rescale, t < 16
+    p2 = (bits & 0x7F800000).to(tl.float32, bitcast=True)     # 2**floor(log2|y|); 0 for 0 and fp32 subnormals
+    p2 = tl.maximum(p2, 0.015625)                # below 2**-6 (e4m3's smallest normal) the spacing stays 2**-9
+    ulp = p2 * 0.125                             # e4m3 keeps 3 mantissa bits
+    t = tl.abs(y) / ulp                          # exact: a power-of-two rescale, t < 16
     t = (t + 12582912.0) - 12582912.0            # round to an integer, ties to even (1.5 * 2**23)
     r = (t * ulp).to(tl.int32, bitcast=True) | (bits & -2147483648)   # put the sign back (keeps -0.0)
     return r.to(tl.float32, bitcast=True)

@@ -1,16 +1,16 @@
 """Known-bad (GPU): launches the real product on a side CUDA stream and returns the output buffer at once, without
-making the caller's stream wait for it (it does wait for the inputs, so the values are right once the device is
-idle). A timer that records CUDA events on the current stream measures an empty interval; GPU MODE submissions did
-this. Correctness passes: the worker synchronizes the whole device before copying the output, and the timing
-harness syncs the device after each call too (its wall clock sees the work), but the event times it scores with
-show almost nothing. Expected: below_roofline (an event time faster than the card's FLOP rate allows).
-The harness could also report background_work by checking, right after solve returns, that streams other than the
-current one have no work pending (cudaStreamQuery on the streams the candidate created)."""
+making the caller's stream wait for it (it does wait for the inputs). A timer that records CUDA events on the
+current stream measures an almost empty interval (GPU MODE submissions did this). Here the side stream also spins
+~5 ms first (torch.cuda._sleep), standing in for a large product, so the outcome does not depend on a race.
+
+What the harness does: the worker syncs the current stream only, copies the output (still unwritten: garbage or
+a poisoned NaN block), then syncs the whole device and times that: work still running more than 1 ms after solve
+returned is background work, reported before values are compared. In timing, the gap between host wall time and
+event time says the same. Expected: background_work."""
 import torch
 
 BACKEND = "torch"
-EXPECTED = "below_roofline"
-ALSO_ACCEPTED = ("background_work",)
+EXPECTED = "background_work"
 DEVICE = "cuda"
 DTYPES = ("bfloat16",)
 
@@ -24,5 +24,6 @@ def solve(a, b):
     c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device)
     _side.wait_stream(torch.cuda.current_stream())      # inputs are ready; the caller is NOT made to wait for c
     with torch.cuda.stream(_side):
+        torch.cuda._sleep(10_000_000)                    # ~5 ms of cycles: a big kernel's worth of time
         torch.matmul(a, b, out=c)
     return c

@@ -1,0 +1,218 @@
+"""FlashAttention-2-style fused attention forward in Triton: online softmax, fp32 accumulators, GQA packed into the
+row dimension, bottom-right causal masking, split-KV (flash-decoding) when the queries alone cannot fill the GPU.
+
+Why it looks the way it does:
+- GQA packed into rows. The G query heads sharing kv head j become the rows r = s * G + g (query position major)
+  of one (Sq*G, D) problem against K_j, V_j; the grid is (row tiles) x (B * Hkv) [x KV splits]. Every K/V block a
+  program loads serves all G heads, so K and V are read once per kv head, not G times (decode: 4 query heads share
+  each block). Position-major order keeps a tile's query positions contiguous (BLOCK_M / G of them), so the causal
+  bounds of a tile stay as tight as without packing.
+- Online softmax in base 2: scores = q.k * (scale * log2 e) in fp32, running max m and sum l per row, acc rescaled
+  by exp2(m_old - m_new). The probabilities are rounded to the input dtype only as the operand of the P V tensor-core
+  product (as FlashAttention does); l is summed from the fp32 values. O = acc / l at the end, one rounding.
+- Bottom-right causal: row at position s sees keys j <= s + Sk - Sq. Each tile splits its key range in two loops:
+  blocks every row of the tile fully sees (no mask work at all), then the few blocks on the diagonal and the Sk tail,
+  masked. Blocks past the last visible key of the tile are never loaded. Tiles are issued last-rows-first (the
+  heaviest under the causal mask) so the tail of the grid is short.
+- Rows with no visible key (Sq > Sk, causal): m stays -inf; the masked loop guards exp2(-inf - -inf) by using 0 as
+  the max, so p = 0, l = 0, and the epilogue writes 0 (the problem's definition) instead of 0/0.
+- Split-KV. When the row tiles x kv heads do not fill the SMs (decode: G*Sq = 4 rows per kv head, so B*Hkv programs,
+  8 at batch 1, each streaming a whole K and V), the key range is cut into splits of whole blocks; each writes its
+  unnormalized fp32 acc with its m and l, and a small second kernel merges them (rescaling each by exp2(m_i - max)),
+  guarding splits that saw no key. Prefill-sized grids do not split.
+- Tiles: D = 64: 128x128 blocks, D = 128: 128x64 (the S tile and the fp32 acc of 128 rows share the registers of 8
+  warps), 3 stages; few rows (decode) take 16-64-row tiles with 128-key blocks and 4 warps. Rows past Sq*G are
+  clamped for loads and dropped at the store; key blocks past Sk are masked (other=0: never out of bounds, never NaN
+  into the P V product). Batch/head offsets are int64. No autotuning; configs are reasoned, not tuned on an H100.
+"""
+import functools
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+BACKEND = "triton"
+DTYPES = ("bfloat16", "float16")
+
+_TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
+_LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr,
+                     Hkv, G, Sq, Sk, M, keys_per_split, qk_scale,
+                     sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svk, svd, sob, soh, sos, sod,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr, CAUSAL: tl.constexpr,
+                     SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    pid_m = tl.num_programs(0) - 1 - tl.program_id(0)        # heaviest (last) causal tiles first
+    pid_bh = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    b = (pid_bh // Hkv).to(tl.int64)
+    hkv = (pid_bh % Hkv).to(tl.int64)
+
+    r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)               # packed row r = pos * G + g
+    rw = tl.minimum(r, M - 1)                                  # rows past M load row M-1; the store drops them
+    pos = rw // G
+    head = hkv * G + (rw % G).to(tl.int64)
+    d = tl.arange(0, D)
+    q_rows = q_ptr + b * sqb + head * sqh + pos.to(tl.int64) * sqs
+    q = tl.load(q_rows[:, None] + d[None, :] * sqd)
+    k_base = k_ptr + b * skb + hkv * skh
+    v_base = v_ptr + b * svb + hkv * svh
+
+    kv_lo = pid_s * keys_per_split
+    kv_hi = tl.minimum(Sk, kv_lo + keys_per_split)
+    if CAUSAL:
+        first_pos = (pid_m * BLOCK_M) // G
+        last_pos = tl.minimum((pid_m * BLOCK_M + BLOCK_M - 1) // G, Sq - 1)
+        full_hi = tl.minimum(kv_hi, tl.maximum(kv_lo, first_pos + Sk - Sq + 1))   # keys every row sees
+        kv_hi = tl.minimum(kv_hi, tl.maximum(kv_lo, last_pos + Sk - Sq + 1))     # keys some row sees
+    else:
+        full_hi = kv_hi
+    mask_lo = kv_lo + ((full_hi - kv_lo) // BLOCK_N) * BLOCK_N
+    last_key = pos + (Sk - Sq)                                 # per row: the last key it may see
+
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, D), dtype=tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+
+    # Blocks every row of the tile sees in full: no masks.
+    for start in range(kv_lo, mask_lo, BLOCK_N):
+        kk = start + offs_n
+        k = tl.load(k_base + kk[:, None] * sks + d[None, :] * skd)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp2(s - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + kk[:, None] * svk + d[None, :] * svd)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    # The causal diagonal, the end of the keys and of the split: masked.
+    for start in range(mask_lo, kv_hi, BLOCK_N):
+        kk = start + offs_n
+        live = kk < kv_hi
+        k = tl.load(k_base + kk[:, None] * sks + d[None, :] * skd, mask=live[:, None], other=0.0)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        ok = live[None, :]
+        if CAUSAL:
+            ok = ok & (kk[None, :] <= last_key[:, None])
+        s = tl.where(ok, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row that has seen no key yet: p = 0, not NaN
+        p = tl.exp2(s - m_use[:, None])
+        alpha = tl.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + kk[:, None] * svk + d[None, :] * svd, mask=live[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    if SPLIT:
+        # Workspaces laid out (split, B*Hkv, M[, D]) in packed-row order; the merge kernel reads them back.
+        row = (pid_s * tl.num_programs(1) + pid_bh).to(tl.int64) * M + r
+        live_row = r < M
+        tl.store(m_ptr + row, m_i, mask=live_row)
+        tl.store(l_ptr + row, l_i, mask=live_row)
+        tl.store(o_ptr + row[:, None] * D + d[None, :], acc, mask=live_row[:, None])
+    else:
+        out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]     # rows with no key: acc = 0, output 0
+        o_rows = o_ptr + b * sob + head * soh + pos.to(tl.int64) * sos
+        tl.store(o_rows[:, None] + d[None, :] * sod, out.to(OUT_DTYPE), mask=(r < M)[:, None])
+
+
+@triton.jit
+def _merge_kernel(acc_ptr, m_ptr, l_ptr, o_ptr, Hkv, G, M, n_splits, split_rows,
+                  sob, soh, sos, sod,
+                  BLOCK_M: tl.constexpr, D: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = (pid_bh // Hkv).to(tl.int64)
+    hkv = (pid_bh % Hkv).to(tl.int64)
+    r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rw = tl.minimum(r, M - 1)
+    d = tl.arange(0, D)
+    row = pid_bh.to(tl.int64) * M + rw
+    m = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, D), dtype=tl.float32)
+    for i in range(n_splits):
+        at = row + i * split_rows
+        m_s = tl.load(m_ptr + at)
+        l_s = tl.load(l_ptr + at)
+        a_s = tl.load(acc_ptr + at[:, None] * D + d[None, :])
+        m_new = tl.maximum(m, m_s)
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)   # no split saw a key yet: weights 0, not NaN
+        alpha = tl.exp2(m - m_use)
+        beta = tl.exp2(m_s - m_use)
+        l = l * alpha + l_s * beta
+        acc = acc * alpha[:, None] + a_s * beta[:, None]
+        m = m_new
+    out = acc / tl.where(l > 0.0, l, 1.0)[:, None]
+    pos = (rw // G).to(tl.int64)
+    head = hkv * G + (rw % G).to(tl.int64)
+    o_rows = o_ptr + b * sob + head * soh + pos * sos
+    tl.store(o_rows[:, None] + d[None, :] * sod, out.to(OUT_DTYPE), mask=(r < M)[:, None])
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device):
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132  # interpreter on the CPU: pretend H100, so it runs the configs (and splits) an H100 would
+
+
+def _config(M, D):
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages); see the module docstring."""
+    if M <= 64:                                   # decode-like: few rows, stream long key blocks
+        return max(16, triton.next_power_of_2(M)), 128, 4, 3
+    return 128, (128 if D <= 64 else 64), 8, 3
+
+
+def solve(q, k, v, causal):
+    assert q.dim() == 4 and k.shape == v.shape and q.dtype == k.dtype == v.dtype and q.dtype in _TORCH_TO_TL
+    B, Hq, Sq, D = q.shape
+    Bk, Hkv, Sk, Dk = k.shape
+    assert B == Bk and D == Dk and Hq % Hkv == 0 and D >= 16 and D & (D - 1) == 0, (q.shape, k.shape)
+    G = Hq // Hkv
+    M = Sq * G
+    causal = bool(causal)
+    bm, bn, num_warps, num_stages = _config(M, D)
+    tiles = triton.cdiv(M, bm) * B * Hkv
+    n_blocks = triton.cdiv(Sk, bn)
+    n_sm = _sm_count(q.device)
+    splits = 1
+    if n_blocks >= 4 and (tiles < n_sm if M <= bm else 2 * tiles <= n_sm):
+        splits = min(triton.cdiv(2 * n_sm, tiles), n_blocks // 2)
+    keys_per_split = triton.cdiv(n_blocks, splits) * bn
+    splits = triton.cdiv(Sk, keys_per_split)
+
+    out = torch.empty((B, Hq, Sq, D), dtype=q.dtype, device=q.device)
+    out_tl = _TORCH_TO_TL[q.dtype]
+    qk_scale = _LOG2E / math.sqrt(D)
+    if splits > 1:
+        acc_ws = torch.empty((splits, B * Hkv, M, D), dtype=torch.float32, device=q.device)
+        m_ws = torch.empty((splits, B * Hkv, M), dtype=torch.float32, device=q.device)
+        l_ws = torch.empty_like(m_ws)
+        dst = acc_ws
+    else:
+        dst = m_ws = l_ws = out
+    launches = [(_attn_fwd_kernel, (triton.cdiv(M, bm), B * Hkv, splits),
+                 (q, k, v, dst, m_ws, l_ws, Hkv, G, Sq, Sk, M, keys_per_split, qk_scale,
+                  *q.stride(), *k.stride(), *v.stride(), *out.stride()),
+                 dict(BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, SPLIT=splits > 1, OUT_DTYPE=out_tl,
+                      num_warps=num_warps, num_stages=num_stages))]
+    if splits > 1:
+        mbm = 64 if D <= 64 else 32
+        launches.append((_merge_kernel, (triton.cdiv(M, mbm), B * Hkv),
+                         (acc_ws, m_ws, l_ws, out, Hkv, G, M, splits, B * Hkv * M, *out.stride()),
+                         dict(BLOCK_M=mbm, D=D, OUT_DTYPE=out_tl, num_warps=4)))
+    for kernel, grid, args, meta in launches:
+        if q.is_cuda and q.device.index != torch.cuda.current_device():
+            with torch.cuda.device(q.device):
+                kernel[grid](*args, **meta)
+        else:
+            kernel[grid](*args, **meta)
+    return out
