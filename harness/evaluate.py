@@ -94,7 +94,9 @@ class Judge:
         if not reasons:
             out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(self.device)
             value = check.value_reasons(out, expected, spec)
-            if value and any(k == key and check.matches(out, old, spec) for k, old in self.history):
+            # A tiny output can equal an earlier answer by chance; only call it stale where that means something.
+            if value and out.numel() >= 16 and any(k == key and check.matches(out, old, spec)
+                                                   for k, old in self.history):
                 value = [Reason("stale_output", "the output matches the answer to an earlier call with other "
                                                 "inputs, not this call's")]
             reasons += value

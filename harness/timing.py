@@ -153,6 +153,18 @@ def measure_peaks(device, dtypes: dict) -> dict:
     flush = _Flusher(device)
     n = 8192
     for name, (dtype, tf32) in dtypes.items():
+        if dtype == torch.int8:
+            # cuBLASLt int8 in its fast layout (B column-major): the ceiling int8 kernels are held to.
+            a = torch.randint(-128, 128, (n, n), dtype=torch.int8, device=device)
+            b = torch.randint(-128, 128, (n, n), dtype=torch.int8, device=device).t()
+            try:
+                torch._int_mm(a, b)
+                ms = statistics.median(_probe(lambda: torch._int_mm(a, b), [()], flush, n=5))
+                peaks[name] = {"tflops": 2 * n**3 / ms / 1e9, "note": "int8 TOPS via torch._int_mm, B column-major"}
+            except (RuntimeError, AttributeError):
+                pass
+            del a, b
+            continue
         if not dtype.is_floating_point or dtype.itemsize < 2:
             continue
         before = torch.get_float32_matmul_precision()

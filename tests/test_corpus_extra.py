@@ -108,14 +108,16 @@ def _judge_here(path: Path, hints: dict, device: str) -> dict:
     return evaluate(problem, solution, opts).to_json()
 
 
+def _not_copied(folder: str, names: list) -> list:
+    skip = [n for n in names if n in _NOT_COPIED or n.endswith(".egg-info")]
+    return skip + (["out"] if Path(folder).name == "reports" and "out" in names else [])
+
+
 def _judge_in_scratch_copy(path: Path, hints: dict, device: str, tmp_path: Path) -> dict:
     """Judge through the CLI inside a copy of the repository, so a candidate that writes into the source tree only
     ever writes into the copy. The copy's harness (found through PYTHONPATH) watches the copy's tree."""
     copy = tmp_path / "repo"
-    shutil.copytree(ROOT, copy, ignore=lambda d, names: [n for n in names if n in _NOT_COPIED
-                                                         or n.endswith(".egg-info") or (Path(d) == ROOT and n == "reports")])
-    if (ROOT / "reports").is_dir():
-        shutil.copytree(ROOT / "reports", copy / "reports", ignore=shutil.ignore_patterns("out", "__pycache__"))
+    shutil.copytree(ROOT, copy, ignore=_not_copied)
     (copy / ".gauntlet_scratch_copy").write_text("a scratch copy made by tests/test_corpus_extra.py\n")
     target = copy / path.relative_to(ROOT)
     cmd = [sys.executable, "-m", "harness", "eval", "gemm", str(target), "--device", device,

@@ -30,8 +30,9 @@ def _controls(problem, spec):
     controls = {
         "zeros": lambda *x: torch.zeros_like(module.reference(*x)),
         "input_passed_through": lambda *x: next(t for t in x if isinstance(t, torch.Tensor)).clone(),
-        "lower_precision": _lower_precision(module, spec),
     }
+    if spec.torch_dtype().is_floating_point:   # integer-input problems bring their own (negative_controls())
+        controls["lower_precision"] = _lower_precision(module, spec)
     if hasattr(module, "negative_controls"):
         controls.update(module.negative_controls())
     return controls

@@ -78,10 +78,11 @@ def error_scale(q, k, v, causal):
     A fused kernel (FlashAttention-2 and its kind) rounds the unnormalized probabilities to the input dtype before
     the P V product, a relative error of at most u/2 on each p_ij, so |O - oracle| <= u/2 * sum_j p_ij |v_jd| plus
     the output's own rounding u/2 * |O| (the checker adds |oracle| to this scale). fp32 accumulation adds a
-    negligible amount. The scores' own error is left out on purpose: computed in fp32 it is about
-    |s| * 2**-24 ~ 1e-5 at |s| = 200, i.e. a relative error of 1e-5 on p, under 5% of fp16's u; a term like
-    |v| * |s| * u would have budgeted (and so allowed) scores rounded to bf16/fp16, the bug these inputs are made
-    to catch. Called on float64 inputs."""
+    negligible amount. The scores' own error is left out on purpose: computed in fp32 it is the rounding of a
+    D-term fp32 dot product, ~1e-5 absolute at |s| ~ 100 here (measured), a relative error of 1e-5 on p, under 5%
+    of fp16's u; a term like |v| * |s| * u would have budgeted (and so allowed) scores rounded to bf16/fp16, the bug
+    these inputs are made to catch. Fully masked rows get scale 0 (their output must be exactly 0). Called on
+    float64 inputs."""
     p = _probabilities(q, k, causal)
     group = q.shape[1] // v.shape[1]
     return torch.matmul(p, v.abs().repeat_interleave(group, dim=1))

@@ -16,8 +16,10 @@ one correctly rounded IEEE operation), for each row m and K block kb, over the b
   xq    = e4m3fn( clamp(x / scale, -448, 448) )  one fp32 division (round to nearest even), saturating clamp, cast
                                                  rounding to nearest even (subnormals included)
 Division, not multiplication by a reciprocal (which rounds twice and now and then lands on the other side of an fp8
-rounding boundary). In Triton use tl.math.div_rn; in PyTorch divide by a tensor, not a Python scalar (CUDA turns
-`tensor / scalar` into a multiplication by the reciprocal). make_inputs quantizes the weight by the same rule over
+rounding boundary). In Triton use tl.math.div_rn: plain `/` on fp32 compiles to div.full.f32 (up to 2 ulp) on NVIDIA
+GPUs, while the CPU interpreter divides exactly, so a kernel using `/` can pass on the CPU and fail on the GPU. In
+PyTorch divide by a tensor, not a Python scalar (CUDA turns `tensor / scalar` into a multiplication by the
+reciprocal). make_inputs quantizes the weight by the same rule over
 128x128 blocks.
 
 The judge's oracle applies exactly this quantization and computes the dequantized product in float64, so an honest
@@ -68,8 +70,8 @@ def make_inputs(shape, dtype, seed, device):
     blocks need different scales and one scale per row is wrong), outliers 50-100x the typical size in about half
     the rows (~1 in 128 entries: they set their block's amax, others have none), ~1 row in 16 all zero and ~1 block
     in 16 all zero (the zero-amax rule). w: output channels of different scale (2**-4 .. 2**2, within one 128x128
-    block too), a per-block scale (2**-3 .. 2**3), rare outliers (~1 in 512), ~1 block in 8 all zero (never block (0, 0)); quantized by
-    the reference's own rule."""
+    block too), a per-block scale (2**-3 .. 2**3), rare outliers (~1 in 512), ~1 block in 8 all zero (never block
+    (0, 0), or a one-block case would have an all-zero weight); quantized by the reference's own rule."""
     M, N, K = shape["M"], shape["N"], shape["K"]
     KB, NB = _cdiv(K, BLOCK), _cdiv(N, BLOCK)
     g = torch.Generator(device=device).manual_seed(seed)

@@ -12,9 +12,10 @@ correctly rounded IEEE operation):
                                                  (subnormals included)
   dequantized value = q * scale
 Division, not multiplication by a reciprocal: t * (1 / scale) rounds twice and lands on the other side of an fp8
-rounding boundary now and then, which moves one product by a whole fp8 step. In Triton, use tl.math.div_rn (plain
-`/` on fp32 may compile to an approximate division); in PyTorch divide by a tensor, not a Python scalar (CUDA turns
-`tensor / scalar` into a multiplication by the reciprocal).
+rounding boundary now and then, which moves one product by a whole fp8 step. In Triton, use tl.math.div_rn: plain
+`/` on fp32 compiles to div.full.f32 (up to 2 ulp) on NVIDIA GPUs, while the CPU interpreter divides exactly, so a
+kernel using `/` can pass on the CPU and fail on the GPU. In PyTorch divide by a tensor, not a Python scalar (CUDA
+turns `tensor / scalar` into a multiplication by the reciprocal).
 
 The judge's oracle applies exactly this quantization and then computes the dequantized product in float64, so an
 honest kernel differs from it only by fp32 accumulation order and the bfloat16 output rounding, while a kernel that

@@ -21,9 +21,10 @@ Why it looks the way it does:
   unnormalized fp32 acc with its m and l, and a small second kernel merges them (rescaling each by exp2(m_i - max)),
   guarding splits that saw no key. Prefill-sized grids do not split.
 - Tiles: D = 64: 128x128 blocks, D = 128: 128x64 (the S tile and the fp32 acc of 128 rows share the registers of 8
-  warps), 3 stages; few rows (decode) take 16-64-row tiles with 128-key blocks and 4 warps. Rows past Sq*G are
-  clamped for loads and dropped at the store; key blocks past Sk are masked (other=0: never out of bounds, never NaN
-  into the P V product). Batch/head offsets are int64. No autotuning; configs are reasoned, not tuned on an H100.
+  warps), 3 stages; few rows (decode) take 16-64-row tiles, 4 warps, and 32 KB of K+V a stage (128 keys at D = 64,
+  64 at D = 128), so 3 stages stay far inside shared memory. Rows past Sq*G are clamped for loads and dropped at the
+  store; key blocks past Sk are masked (other=0: never out of bounds, never NaN into the P V product). Batch/head
+  offsets are int64. No autotuning; configs are reasoned, not tuned on an H100.
 """
 import functools
 import math
@@ -166,8 +167,8 @@ def _sm_count(device):
 
 def _config(M, D):
     """(BLOCK_M, BLOCK_N, num_warps, num_stages); see the module docstring."""
-    if M <= 64:                                   # decode-like: few rows, stream long key blocks
-        return max(16, triton.next_power_of_2(M)), 128, 4, 3
+    if M <= 64:                                   # decode-like: few rows, stream long key blocks (32 KB a stage)
+        return max(16, triton.next_power_of_2(M)), (128 if D <= 64 else 64), 4, 3
     return 128, (128 if D <= 64 else 64), 8, 3
 
 

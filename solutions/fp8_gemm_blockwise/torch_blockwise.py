@@ -4,8 +4,10 @@ ops (the reference's exact rule), then
   hands to cuBLASLt (CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F / BLK128x128_32F; fp32 accumulation, scales applied
   per K block). torch only implements this recipe on sm_90 (`_check_deepseek_support` in
   aten/src/ATen/native/cuda/ScaledBlas.cpp);
-- anywhere else (the CPU, other GPUs, or if _scaled_mm refuses): dequantize both operands to fp32 and run one fp32
-  GEMM (torch.matmul). describe() says which path ran, and the refusal if there was one.
+  if torch._scaled_mm refuses the pair, the explicit torch.nn.functional.scaled_mm (ScalingType.BlockWise1x128 /
+  BlockWise128x128, same layouts) is tried;
+- anywhere else (the CPU, other GPUs, or if both refuse): dequantize both operands to fp32 and run one fp32 GEMM
+  (torch.matmul). describe() says which path ran, and the refusals if there were any.
 
 _scaled_mm's layout rules for this pair (ScaledBlas.cpp and pytorch PR 166752, from cuBLASLt's docs):
 - a = xq (M, K) row-major, b = w_fp8.t() (column-major (K, N)); K and N multiples of 16;
@@ -27,7 +29,8 @@ FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
 BLOCK = 128
 
-_refused = []   # the error _scaled_mm raised, if it did (then this module stays on the dequantize path)
+_api = []       # the scaled_mm API that worked on the first call: "v1" (torch._scaled_mm) or "v2" (F.scaled_mm)
+_refused = []   # why neither did, if so (then this module stays on the dequantize path)
 
 
 def _cdiv(a, b):
@@ -61,7 +64,8 @@ def describe(x, w_fp8, w_scale):
         N = w_fp8.shape[0]
         Kp, Np = _cdiv(K, 4 * BLOCK) * 4 * BLOCK, _cdiv(N, 16) * 16
         pad = "" if (Kp, Np) == (K, N) else f"; weight zero-padded to ({Np}, {Kp}) per call"
-        return f"torch._scaled_mm, 1x128 x 128x128 block scales (cuBLASLt){pad}"
+        api = "torch._scaled_mm" if _api[0] == "v1" else "torch.nn.functional.scaled_mm"
+        return f"{api}, 1x128 x 128x128 block scales (cuBLASLt){pad}"
     why = f"_scaled_mm refused: {_refused[0]}" if _refused else "block-scaled _scaled_mm needs sm_90 and CUDA >= 12.9"
     return f"dequantize to fp32 + torch.matmul ({why})"
 
@@ -90,7 +94,12 @@ def _scaled_mm_path(x, w_fp8, w_scale):
     if ws.shape[1] != KBp:
         ws = F.pad(ws, (0, KBp - ws.shape[1]), value=1.0)
     ws = ws.contiguous()                                    # (NB, KBp) row-major
-    out = torch._scaled_mm(xq, wq.t(), scale_a=scale_a, scale_b=ws.t(), out_dtype=x.dtype, use_fast_accum=False)
+    if _api and _api[0] == "v2":
+        out = F.scaled_mm(xq, wq.t(), scale_a, F.ScalingType.BlockWise1x128, ws.t(), F.ScalingType.BlockWise128x128,
+                          output_dtype=x.dtype, use_fast_accum=False)
+    else:
+        out = torch._scaled_mm(xq, wq.t(), scale_a=scale_a, scale_b=ws.t(), out_dtype=x.dtype,
+                               use_fast_accum=False)
     if (Mp, Np) != (M, N):
         out = out[:M, :N].contiguous()
     return out
@@ -98,8 +107,19 @@ def _scaled_mm_path(x, w_fp8, w_scale):
 
 def solve(x, w_fp8, w_scale):
     if _use_scaled_mm(x):
-        try:
+        if _api:
             return _scaled_mm_path(x, w_fp8, w_scale)
-        except RuntimeError as exc:      # torch without this recipe: remember why, use the portable path
-            _refused.append(str(exc).splitlines()[0][:200])
+        # First call: torch._scaled_mm (v1, the recipe picked from the scale shapes), else the explicit v2 API
+        # torch.nn.functional.scaled_mm; whichever works is kept. If neither does, remember why and dequantize.
+        errors = []
+        for api in ("v1", "v2"):
+            if api == "v2" and not hasattr(F, "scaled_mm"):
+                continue
+            _api[:] = [api]
+            try:
+                return _scaled_mm_path(x, w_fp8, w_scale)
+            except (RuntimeError, ValueError, NotImplementedError, TypeError, AttributeError) as exc:
+                errors.append(f"{api}: {str(exc).splitlines()[0][:160]}")
+        _api.clear()
+        _refused.append("; ".join(errors) or "no scaled_mm API")
     return _dequantize_path(x, w_fp8, w_scale)

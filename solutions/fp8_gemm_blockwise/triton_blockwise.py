@@ -2,12 +2,13 @@
 tensor-core GEMM that applies x_scale * w_scale per 128-wide K block into an fp32 accumulator (DeepGEMM's
 structure), bf16 out.
 
-Activation quantization (`_quant_act_kernel`), bit for bit the reference's rule, one program per (32 rows, K block):
-- amax over the block's real elements (fp32, exact), scale = div_rn(amax, 448) (IEEE division; plain `/` may be
-  approximate on the GPU), 1.0 for an all-zero block; q = e4m3(clamp(div_rn(x, scale), -448, 448)), the cast
-  rounding to nearest even with subnormals (cvt.rn.satfinite on sm_90). Triton's CPU interpreter truncates
-  fp32 -> fp8 casts, so under the interpreter the value is first rounded onto the e4m3 grid in fp32 arithmetic
-  (`_round_e4m3`) and then cast, which is exact. Same values either way.
+Activation quantization (`_quant_act_kernel`), bit for bit the reference's rule, one program per (32 rows, K block)
+(128 rows under the interpreter, which pays per program):
+- amax over the block's real elements (fp32, exact), scale = div_rn(amax, 448) (IEEE division; plain `/` is
+  div.full.f32, up to 2 ulp, on NVIDIA GPUs), 1.0 for an all-zero block; q = e4m3(clamp(div_rn(x, scale), -448,
+  448)), the cast rounding to nearest even with subnormals (cvt.rn.satfinite on sm_90). Triton's CPU interpreter
+  truncates fp32 -> fp8 casts, so under the interpreter the value is first rounded onto the e4m3 grid in fp32
+  arithmetic (`_round_e4m3`) and then cast, which is exact. Same values either way.
 - q is written with K padded to a multiple of 128 (zeros), so the GEMM's A loads are in bounds, unmasked and
   aligned; the scales are written K-block-major, (KB, M), so the GEMM reads a tile's BLOCK_M scales contiguously.
 
@@ -149,8 +150,9 @@ def _run(x, w_fp8, w_scale):
     xq = torch.empty((M, KB * BLOCK), dtype=torch.float8_e4m3fn, device=x.device)
     xs = torch.empty((KB, M), dtype=torch.float32, device=x.device)
     int64 = max(x.numel(), xq.numel(), M * x.stride(0)) >= 2**31
-    _quant_act_kernel[(triton.cdiv(M, QUANT_ROWS), KB)](
-        x, xq, xs, M, K, x.stride(0), xq.stride(0), BLOCK_R=QUANT_ROWS, BLOCK_K=BLOCK, INT64=int64,
+    rows = QUANT_ROWS if not interpret else 4 * QUANT_ROWS   # the interpreter pays per program: bigger tiles
+    _quant_act_kernel[(triton.cdiv(M, rows), KB)](
+        x, xq, xs, M, K, x.stride(0), xq.stride(0), BLOCK_R=rows, BLOCK_K=BLOCK, INT64=int64,
         INTERPRET=interpret, num_warps=4)
 
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)

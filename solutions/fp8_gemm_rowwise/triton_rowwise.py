@@ -2,12 +2,13 @@
 then an fp8 x fp8 tensor-core GEMM with fp32 accumulation and both scales applied in the epilogue, bf16 out.
 
 Quantization (`_quant_rows_kernel`), bit for bit the reference's rule:
-- amax over the row in fp32 (exact), scale = div_rn(amax, 448) (IEEE division; plain `/` may be approximate on
-  the GPU), 1.0 for an all-zero row; q = e4m3(clamp(div_rn(t, scale), -448, 448)), the cast rounding to nearest
-  even with subnormals (cvt.rn.satfinite on sm_90). Triton's CPU interpreter truncates fp32 -> fp8 casts instead
-  (and botches mantissa carries), so under the interpreter the value is first rounded onto the e4m3 grid in fp32
-  arithmetic (`_round_e4m3`: exact power-of-two rescale, round-to-nearest-even through the 1.5 * 2**23 trick, sign
-  kept) and then cast, which is exact; on the GPU the hardware cast does it. Same values either way.
+- amax over the row in fp32 (exact), scale = div_rn(amax, 448) (IEEE division; plain `/` is div.full.f32, up to
+  2 ulp, on NVIDIA GPUs), 1.0 for an all-zero row; q = e4m3(clamp(div_rn(t, scale), -448, 448)), the cast
+  rounding to nearest even with subnormals (cvt.rn.satfinite on sm_90). Triton's CPU interpreter truncates
+  fp32 -> fp8 casts instead (and botches mantissa carries), so under the interpreter the value is first rounded
+  onto the e4m3 grid in fp32 arithmetic (`_round_e4m3`: exact power-of-two rescale, round-to-nearest-even through
+  the 1.5 * 2**23 trick, sign kept) and then cast, which is exact; on the GPU the hardware cast does it. Same
+  values either way.
 - The quantized copies are written with K padded to a multiple of 128 (zeros), so every GEMM load is in bounds,
   unmasked and 16-byte aligned whatever K is, and the K loop has no tail.
 - Rows up to 16384 long are held in registers (one read of the bf16 input); longer rows take two passes (amax,
@@ -150,7 +151,8 @@ def _quantize(t, KP, interpret):
     one_pass = KP <= ONE_PASS_MAX_K
     if one_pass:
         block_k = max(triton.next_power_of_2(K), PAD_K)              # >= KP
-        block_r = max(1, min(64, 8192 // block_k))
+        # ~8K elements per program on the GPU; the interpreter pays per program, so it takes bigger tiles
+        block_r = max(1, min(64, (32768 if interpret else 8192) // block_k))
     else:
         block_k, block_r = 4096, 1
     num_warps = 8 if block_r * block_k >= 8192 else 4

@@ -32,6 +32,7 @@ Design:
 - K tail masked (other=0 adds nothing), only when K is not a multiple of BLOCK_K (EVEN_K); N tail wrapped (% N)
   for the loads and masked at the store. fp32 accumulator, one rounding to the output dtype at the store.
 - Index math in int32 unless an operand has 2**31 elements (INT64); the expert's weight base is always int64.
+- The offsets vector is padded to at least 64 lanes (E_P2), so E = 1..64 share one compiled kernel.
 """
 import functools
 
@@ -45,7 +46,9 @@ DTYPES = ("bfloat16", "float16")
 _TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
 
 
-@triton.jit
+# M, E and the tile bound only size loops and masks: not specializing them on divisibility saves recompiles as the
+# token count changes from call to call (K and N still are: they set load alignment).
+@triton.jit(do_not_specialize=["M", "E", "NUM_M_TILES"])
 def _grouped_gemm_kernel(x_ptr, w_ptr, offs_ptr, out_ptr, M, N, K, E, NUM_M_TILES,
                          stride_xm, stride_xk, stride_we, stride_wn, stride_wk, stride_om, stride_on,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -162,7 +165,7 @@ def solve(x, w, offs):
     grid = (m_tiles * triton.cdiv(N, bn),)
     args = (x, w, offs, out, M, N, K, E, m_tiles,
             x.stride(0), x.stride(1), w.stride(0), w.stride(1), w.stride(2), out.stride(0), out.stride(1))
-    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_P2=_p2(E, 2), EVEN_K=(K % bk == 0),
+    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_P2=_p2(E, 64), EVEN_K=(K % bk == 0),
                 INT64=int64, OUT_DTYPE=_TORCH_TO_TL[x.dtype], num_warps=num_warps, num_stages=num_stages)
     if x.is_cuda and x.device.index != torch.cuda.current_device():
         with torch.cuda.device(x.device):  # Triton launches on the current device

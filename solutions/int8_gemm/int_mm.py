@@ -13,9 +13,10 @@ extra rows/columns of M/N are sliced off. M is padded to 32 (one small copy of A
 user of _int_mm at that size would), K and N up to the next multiple of 8 (a copy of W too; only off the benchmark
 shapes, which are all multiples of 8).
 
-CPU. The CPU path of torch._int_mm is not trustworthy as a reference-grade baseline: it goes through oneDNN, and
-on a CPU without AVX512-VNNI (forced here with ONEDNN_MAX_CPU_ISA=AVX2 or AVX512_CORE, torch 2.13) it returned
-65280 instead of 8258048 for all-127 operands, and wrong values on random int8 data too. So on the CPU this file
+CPU. The CPU path of torch._int_mm is not exact everywhere: it goes through oneDNN, and on a CPU without
+AVX512-VNNI (forced here with ONEDNN_MAX_CPU_ISA=AVX2 or AVX512_CORE, torch 2.13) it returned 65280 instead of
+8258048 for all-127 operands and was wrong on every element of full-range random int8 data, yet exact on values in
+[-64, 64): the signature of the non-VNNI u8 x s8 kernels' saturating int16 pair sums (vpmaddubsw). So on the CPU this file
 runs the same padding logic around an exact stand-in for _int_mm (float64 matmul, exact for these integer sums, see
 problems/int8_gemm/reference.py) that enforces the CUDA shape limits, so CI exercises the padding that the GPU runs.
 """

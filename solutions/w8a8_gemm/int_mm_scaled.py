@@ -7,9 +7,9 @@ problems/int8_gemm/problem.yaml has the evidence). Outside _int_mm's CUDA shape 
 multiples of 8) the operands are zero-padded, which is exact, and the result sliced; decode at M = 16 pays one small
 pad of x, as any user of _int_mm at that size would.
 
-CPU: _int_mm's oneDNN path returned wrong values on a CPU without AVX512-VNNI (ONEDNN_MAX_CPU_ISA=AVX2, torch 2.13),
-so on the CPU the same padding runs around an exact float64 stand-in that enforces the CUDA limits (see
-solutions/int8_gemm/int_mm.py).
+CPU: _int_mm's oneDNN path is wrong on full-range int8 on a CPU without AVX512-VNNI (saturating int16 pair sums;
+seen with ONEDNN_MAX_CPU_ISA=AVX2, torch 2.13), so on the CPU the same padding runs around an exact float64
+stand-in that enforces the CUDA limits (see solutions/int8_gemm/int_mm.py).
 """
 import torch
 import torch.nn.functional as F

@@ -13,6 +13,7 @@ EXPECTED = "tampering"
 ALSO_ACCEPTED = ("below_roofline",)
 DEVICE = "cuda"
 DTYPES = ("bfloat16",)
+TIMING = True
 
 _seen = collections.Counter()
 

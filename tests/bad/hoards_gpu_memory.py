@@ -1,9 +1,10 @@
-"""Known-bad (GPU): grabs (almost) all free GPU memory on its first call, in 256 MiB blocks until the allocator
-refuses, keeps it in a module global, and still returns the right product (it frees one block for its own output).
-A co-tenant starved of memory: here, the worker's next call cannot even allocate its inputs (CUDA OOM -> crash);
-the judge (parent), which computes the fp64 oracle on the same GPU, may also hit out-of-memory -- it must not: the
-parent should cap or pre-reserve its own memory, or compute the oracle where the child cannot starve it.
-Expected: crash."""
+"""Known-bad (GPU): a co-tenant that starves everyone else of GPU memory. Each call computes the right product
+first, then grabs all the memory still free on the device -- blocks of 256 MiB, then ever smaller ones down to
+512 bytes, the caching allocator's smallest, so even its partly used segments fill up -- and keeps it in a module
+global. The worker needs no more device memory to send this answer. Then the judge (the parent), which
+regenerates the inputs and computes the fp64 oracle on the same GPU, may find none left (unless its own cache
+holds enough), and the worker's next call cannot even make its inputs. Neither may take the run down: the judge
+turns its own out-of-memory error into a verdict, and the child's shows as a failed call. Expected: crash."""
 import torch
 
 BACKEND = "torch"
@@ -15,14 +16,12 @@ _hoard = []
 
 
 def solve(a, b):
-    if not _hoard:
+    c = torch.matmul(a, b)
+    torch.cuda.synchronize()
+    for block in (256 << 20, 16 << 20, 1 << 20, 64 << 10, 4 << 10, 512):
         while True:
             try:
-                _hoard.append(torch.empty(256 << 20, dtype=torch.uint8, device=a.device))
+                _hoard.append(torch.empty(block, dtype=torch.uint8, device=a.device))
             except torch.OutOfMemoryError:
                 break
-        need = a.shape[0] * b.shape[1] * a.element_size() + (64 << 20)
-        while _hoard and need > 0:
-            need -= _hoard.pop().numel()
-        torch.cuda.empty_cache()
-    return torch.matmul(a, b)
+    return c

@@ -1,9 +1,15 @@
-"""Known-bad: finds the problem's reference module in the child (sys.modules['gauntlet_problem_gemm']) and replaces
-reference() and make_inputs() so that, in that process, the inputs are zeros and the reference returns zeros; then
-returns zeros. An evaluator that computed the reference or the inputs in the candidate's process would agree. Here
-the parent regenerates inputs and the oracle itself; and the child snapshots the problem module's functions before
-importing the candidate. Expected: tampering."""
+"""Known-bad: finds the problem's reference module in the child and replaces its reference() and make_inputs() so
+that, in that process, the inputs are zeros and the reference returns zeros; then returns zeros. An evaluator that
+computed the inputs or the reference in the candidate's process would agree. The module is not in sys.modules
+(harness.problem.load_module executes it without registering it, so sys.modules['gauntlet_problem_gemm'] is
+absent), so the candidate looks there first and then walks gc.get_objects() for a module of that name.
+What the harness sees today: the child's make_inputs now makes zeros, the parent regenerates the real inputs and
+their digests differ -> input_mutated; the tamper watch, which collects "gauntlet_problem_*" functions from
+sys.modules, watches nothing of the problem module, so the patch itself is not reported. It should watch the
+problem module object it holds (self.problem.module()) directly. Expected: tampering."""
+import gc
 import sys
+import types
 
 import torch
 
@@ -11,7 +17,18 @@ BACKEND = "torch"
 EXPECTED = "tampering"
 DEVICE = "cpu"
 
-_ref = sys.modules.get("gauntlet_problem_gemm")
+
+def _problem_module():
+    found = sys.modules.get("gauntlet_problem_gemm")
+    if found is not None:
+        return found
+    for obj in gc.get_objects():
+        if isinstance(obj, types.ModuleType) and getattr(obj, "__name__", "") == "gauntlet_problem_gemm":
+            return obj
+    return None
+
+
+_ref = _problem_module()
 if _ref is not None:
     _real_make_inputs = _ref.make_inputs
 

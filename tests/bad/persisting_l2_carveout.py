@@ -63,7 +63,5 @@ def solve(a, b):
     value.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting
     value.accessPolicyWindow.missProp = cudaAccessPropertyStreaming
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-    err = _rt.cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, ctypes.byref(value))
-    if err:
-        raise RuntimeError(f"cudaStreamSetAttribute failed: {err}")
+    _rt.cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, ctypes.byref(value))  # best effort
     return torch.matmul(a, b)

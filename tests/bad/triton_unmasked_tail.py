@@ -1,9 +1,10 @@
 """Known-bad: a Triton GEMM with no masks at all (written and tested only on multiples of the tile size): on a
 ragged shape its loads read past the ends of A and B and its stores write past the end of C. On the GPU that is
 garbage in the tail or an illegal-address fault. Triton's CPU interpreter emulates loads and stores by
-dereferencing the raw addresses, so an access past a small tensor into unmapped memory kills the child with
-SIGSEGV (seen on the first, tiny case); where the stray access lands in mapped heap instead, it reads garbage or
-corrupts the heap. Either way the run must go on. Expected: crash (a mismatch is possible where nothing faults)."""
+dereferencing the raw addresses: on the first, tiny case the child died of SIGSEGV (a load past a small tensor into
+unmapped memory) in one run and of SIGABRT (glibc noticing the heap the stray stores corrupted) in another; where
+the stray accesses land in mapped memory and nothing notices, the tail is garbage. Either way the run must go on.
+Expected: crash (a mismatch is possible where nothing faults)."""
 import torch
 import triton
 import triton.language as tl

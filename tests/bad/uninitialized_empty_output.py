@@ -5,12 +5,14 @@ that very block to the candidate's torch.empty, still holding the right values. 
 the parent process, so no block in the child ever holds this call's answer: the output is whatever the allocator
 had lying around (freed inputs of earlier calls, or fresh zeroed pages from mmap).
 
-On the CPU that garbage is finite floats (old inputs) or zeros, so the report is a value mismatch; on the GPU it can
-also be NaN bit patterns (nan_mismatch). Expected: mismatch."""
+Whatever the block holds is reported: usually finite garbage (observed on the CPU: a norm-wise error of 1e34 on
+the first, 1x1x1 case) -> mismatch; NaN bit patterns, or a block the worker poisoned with NaN after an earlier
+call, -> nan_mismatch. Expected: mismatch."""
 import torch
 
 BACKEND = "torch"
 EXPECTED = "mismatch"
+ALSO_ACCEPTED = ("nan_mismatch",)
 DEVICE = "cpu"
 
 

@@ -8,6 +8,7 @@ BACKEND = "torch"
 EXPECTED = "mismatch"
 DEVICE = "cuda"
 DTYPES = ("bfloat16",)
+TIMING = True
 
 _last = {"key": None, "streak": 0}
 

@@ -13,6 +13,7 @@ BACKEND = "torch"
 EXPECTED = "pass"
 DEVICE = "cuda"
 DTYPES = ("bfloat16",)
+TIMING = True
 
 _cache = {}
 _idx = {}
