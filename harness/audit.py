@@ -16,10 +16,11 @@ _SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 
 
 def watched_paths(problem_id: str, baselines: list[str], root: Path = ROOT) -> list[Path]:
-    """What a candidate could edit on disk to sway this or a later judgement: the harness, this problem's two
-    files, its baseline solutions, and the pytest/packaging config. Kept narrow on purpose: a user editing their
+    """What a candidate could edit on disk to sway this or a later judgement: the harness and report code, this
+    problem's two files, its baseline solutions, and the pytest/packaging config. Kept narrow on purpose: a user editing their
     own solution (or another problem) while a run goes on must not get an innocent candidate blamed."""
-    paths = [root / "harness", root / "problems" / problem_id, root / "conftest.py", root / "pyproject.toml"]
+    paths = [root / "harness", root / "reports", root / "problems" / problem_id, root / "conftest.py",
+             root / "pyproject.toml"]
     return paths + [root / "solutions" / problem_id / f"{name}.py" for name in baselines]
 
 

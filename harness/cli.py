@@ -19,6 +19,7 @@ from harness.problem import ProblemError
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    _import_everything()
     try:
         return args.func(args)
     except (UsageError, ProblemError, ValueError) as exc:
@@ -175,6 +176,15 @@ def cmd_report(args) -> int:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
+
+def _import_everything() -> None:
+    """Import all judge-side code before any candidate runs: a candidate that rewrote a harness or report file
+    on disk must not get its code imported into this (trusted) process later in the run."""
+    from harness import guard
+    guard.import_harness()
+    import harness.evaluate  # noqa: F401
+    import reports.leaderboard  # noqa: F401
+
 
 def _evaluate_or_record(evaluate, problem, solution, opts):
     """A harness error on one candidate becomes that candidate's record; the suite goes on."""

@@ -68,7 +68,31 @@ def _watched_objects():
     }
     for label, (owner, names) in groups.items():
         watched += [(f"{label}.{n}", owner, n) for n in names if hasattr(owner, n)]
+    # Whole namespaces the harness's own code paths go through (fill_/zero_ poison and flush, copy_ refills,
+    # events, streams, the profiler that names kernels).
+    from torch import profiler
+    # Looked up on the class code actually uses (torch.Tensor), through its MRO: a patch that shadows a
+    # TensorBase method (torch.Tensor.fill_ = ...) changes what torch.Tensor resolves to.
+    for label, owner, names in (
+            ("torch.Tensor", torch.Tensor, set(vars(torch.Tensor)) | set(vars(torch._C.TensorBase))),
+            ("torch.cuda", torch.cuda, set(vars(torch.cuda))), ("torch.cuda.Stream", torch.cuda.Stream,
+                                                               set(vars(torch.cuda.Stream))),
+            ("torch.profiler", profiler, set(vars(profiler))),
+            ("torch.profiler.profile", profiler.profile, set(vars(profiler.profile)))):
+        watched += [(f"{label}.{n}", owner, n) for n in sorted(names) if not n.startswith("__")
+                    or n in ("__eq__", "__torch_function__", "__torch_dispatch__")]
     return watched
+
+
+HARNESS_MODULES = ("audit", "backends", "check", "discover", "fuzz", "guard", "oracle", "problem", "protocol",
+                   "reasons", "results", "scoring", "timing", "worker")
+
+
+def import_harness() -> None:
+    """Import every harness module now, so the tamper watch covers the ones used later (timing, check...)."""
+    import importlib
+    for name in HARNESS_MODULES:
+        importlib.import_module(f"harness.{name}")
 
 
 def _module_functions(prefix: str):
@@ -84,21 +108,34 @@ def _module_functions(prefix: str):
 class TamperWatch:
     """Remembers the identity (and, for functions, the code object) of what the harness relies on."""
 
-    def __init__(self, extra_modules: tuple = ("harness", "gauntlet_problem_")):
+    def __init__(self, extra_modules: tuple = ("harness", "gauntlet_problem_", "gauntlet_baseline_")):
         self.items = _watched_objects()
         for prefix in extra_modules:
             self.items += _module_functions(prefix)
+            # The module objects themselves: replacing sys.modules["harness.check"] is tampering too.
+            self.items += [(f"sys.modules[{name!r}]", sys.modules, name) for name in list(sys.modules)
+                           if name.startswith(prefix)]
         self.snapshot = {label: self._fingerprint(owner, attr) for label, owner, attr in self.items}
+        self.hooks = _hooks()
 
     @staticmethod
     def _fingerprint(owner, attr):
-        value = inspect.getattr_static(owner, attr, None)   # static: a bound method is a new object per access
+        if isinstance(owner, dict):
+            value = owner.get(attr)
+        else:
+            value = inspect.getattr_static(owner, attr, None)   # static: a bound method is a new object per access
         code = getattr(value, "__code__", None)
         return id(value), id(code) if code is not None else None
 
     def changed(self) -> list[str]:
-        return [label for label, owner, attr in self.items
-                if self._fingerprint(owner, attr) != self.snapshot[label]]
+        out = [label for label, owner, attr in self.items if self._fingerprint(owner, attr) != self.snapshot[label]]
+        if _hooks() != self.hooks:
+            out.append("sys.setprofile/settrace hook installed (it runs inside every timed call, baselines too)")
+        return out
+
+
+def _hooks():
+    return (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace())
 
 
 # --- background work -------------------------------------------------------------------------------------------

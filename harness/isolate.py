@@ -56,6 +56,14 @@ def adopted_orphans(known: set[int]) -> list[int]:
     return out
 
 
+MAX_FILE_BYTES = 1 << 30     # a candidate printing without end would otherwise fill the disk with its log
+
+
+def _limit_files() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+
+
 class ChildFailed(Exception):
     """The child can no longer be used; `reason` says why (crash, timeout, import_error, ...)."""
 
@@ -80,7 +88,7 @@ class Child:
                 [sys.executable, "-m", "harness.worker", str(req_r), str(resp_w), problem_id, str(path), backend,
                  device],
                 cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(req_r, resp_w), start_new_session=True)
+                pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit_files)
         os.close(req_r)
         os.close(resp_w)
         self.alive = True
@@ -126,10 +134,11 @@ class Child:
 
     def log_tail(self, n: int = 1500) -> str:
         try:
-            data = self.log_path.read_bytes()
+            with open(self.log_path, "rb") as fh:
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - n))
+                return fh.read().decode(errors="replace")
         except OSError:
             return ""
-        return data[-n:].decode(errors="replace")
 
     def close(self) -> None:
         if self.alive:

@@ -4,8 +4,8 @@ Bad problem files fail here with a message naming the file and the key, not late
 """
 from __future__ import annotations
 
-import importlib.util
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -88,11 +88,19 @@ class Problem:
 
 
 def load_module(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """Import a file from its source text. Not through the import system: its bytecode cache (__pycache__/*.pyc,
+    trusted when mtime and size match) is a file a candidate could plant. Registered in sys.modules under `name`
+    so that dataclasses, pickling of compiled kernels and the tamper watch can find it."""
+    path = Path(path)
+    source = path.read_bytes()
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module
+    try:
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # noqa: S102
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     return module
 
 

@@ -44,8 +44,12 @@ class Session:
 
         from harness import backends, discover, guard
         try:
+            # Everything this process will run on the harness's behalf is imported now, before the candidate can
+            # touch a file: the harness's modules, the problem's reference and the baselines.
+            guard.import_harness()
             self.problem = discover.get_problem(self.problem_id)
             self.problem.module()
+            self.baselines = _load_baselines(self.problem)
             backends.after_import(self.backend, self.device)
         except Exception:  # noqa: BLE001
             return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}
@@ -152,7 +156,6 @@ class Session:
 
         from harness import guard, timing
         from harness.oracle import matmul_precision
-        from harness.problem import load_module
         spec = self.problem.dtype(request["dtype"])
         fresh = random.SystemRandom()
         sets = [self._inputs(request, fresh.randrange(2**31))[1] for _ in range(request.get("sets", 3))]
@@ -165,8 +168,8 @@ class Session:
             return seed
 
         sides, notes = {"candidate": self.solve}, {}
-        for label, path in request["baselines"].items():
-            module = load_module(path, f"gauntlet_baseline_{label}")
+        for label in request["baselines"]:
+            module = self.baselines[label]
             sides[label] = module.solve
             notes[label] = _describe(module, sets[0])
         with matmul_precision(spec), torch.no_grad():
@@ -185,6 +188,13 @@ class Session:
                 blobs.append(blob)
             header["spots"].append(dict(meta, seed=seed))
         return header, blobs
+
+
+def _load_baselines(problem) -> dict:
+    from harness.discover import solutions_dir
+    from harness.problem import load_module
+    return {label: load_module(solutions_dir() / problem.id / f"{name}.py", f"gauntlet_baseline_{label}")
+            for label, name in problem.baselines.items()}
 
 
 def _describe(module, inputs) -> str:

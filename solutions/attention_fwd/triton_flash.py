@@ -34,7 +34,6 @@ import triton
 import triton.language as tl
 
 BACKEND = "triton"
-DTYPES = ("bfloat16", "float16")
 
 _TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
 _LOG2E = 1.4426950408889634
@@ -97,11 +96,9 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr,
         kk = start + offs_n
         live = kk < kv_hi
         k = tl.load(k_base + kk[:, None] * sks + d[None, :] * skd, mask=live[:, None], other=0.0)
-        s = tl.dot(q, tl.trans(k)) * qk_scale
-        ok = live[None, :]
+        s = tl.where(live[None, :], tl.dot(q, tl.trans(k)) * qk_scale, float("-inf"))
         if CAUSAL:
-            ok = ok & (kk[None, :] <= last_key[:, None])
-        s = tl.where(ok, s, float("-inf"))
+            s = tl.where(kk[None, :] <= last_key[:, None], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_use = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row that has seen no key yet: p = 0, not NaN
         p = tl.exp2(s - m_use[:, None])

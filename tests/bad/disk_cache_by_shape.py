@@ -3,7 +3,10 @@ so the cache survives the process: a later run (or a respawned worker) would rea
 inputs. The harness gives each child its own HOME and TMPDIR inside a temp directory it deletes afterwards, so the
 file does not outlive the run here; within the run, later calls with fresh inputs get the first call's answer.
 (An absolute path such as /tmp/... would survive across runs; then even a case's first call is wrong, reported
-as mismatch since the judge's stale-answer history is per run.) Expected: stale_output."""
+as mismatch since the judge's stale-answer history is per run.)
+The corpus test replays one case (CASE) with an output of 33x17: the judge calls an output stale only from 16
+elements up (a tiny output can equal an earlier answer by chance), so the fuzzer's first, 1x1x1 case would be
+reported as a plain mismatch. Expected: stale_output."""
 import os
 
 import torch
@@ -11,6 +14,7 @@ import torch
 BACKEND = "torch"
 EXPECTED = "stale_output"
 DEVICE = "cpu"
+CASE = "M=33,N=17,K=65,seed=5"
 
 
 def solve(a, b):
