@@ -33,17 +33,19 @@ def _become_subreaper() -> None:
 
 
 def _stat(pid: int):
-    """(ppid, pgid, sid) of a process, or None."""
+    """(state, ppid, pgid, sid, start time in clock ticks) of a process, or None."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
-        return int(fields[1]), int(fields[2]), int(fields[3])
+        return fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19])
     except (OSError, IndexError, ValueError):
         return None
 
 
-def adopted_orphans(known: set[int]) -> list[int]:
-    """Our direct children that we did not start: the candidate's escaped descendants."""
+def adopted_orphans(known: set[int], since: int) -> list[int]:
+    """Live processes re-parented to us, outside our session, started since `since` (the child's own start time):
+    the candidate's escaped descendants. Zombies are reaped, not reported; older orphans belong to someone else
+    (a run killed earlier in the same process, say)."""
     me, out = os.getpid(), []
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -51,7 +53,14 @@ def adopted_orphans(known: set[int]) -> list[int]:
         return []
     for pid in pids:
         st = _stat(pid)
-        if st and st[0] == me and pid not in known and st[2] != os.getsid(0):
+        if not st or st[1] != me or pid in known or st[3] == os.getsid(0):
+            continue
+        if st[0] == "Z":
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        elif st[4] >= since:
             out.append(pid)
     return out
 
@@ -91,6 +100,8 @@ class Child:
                 pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit_files)
         os.close(req_r)
         os.close(resp_w)
+        st = _stat(self.proc.pid)
+        self.started = st[4] if st else 0
         self.alive = True
         header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution")
         if not header.get("ok"):
@@ -162,7 +173,7 @@ class Child:
 
     def escaped(self) -> list[int]:
         """Processes that left the child's process group and session and are still running."""
-        return adopted_orphans({self.proc.pid})
+        return adopted_orphans({self.proc.pid}, self.started)
 
     def _kill_group(self) -> None:
         for pid in self.escaped():

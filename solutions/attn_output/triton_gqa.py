@@ -6,16 +6,19 @@ Why it looks the way it does:
   matrix P_j; their outputs are P_j @ V_j. The grid is (row tiles) x (B * Hkv) [x splits], every V tile a program
   loads serves all G heads of its rows, and V is never copied. For decode (Sq = 1) that reads V once, not G times.
 - N is the head dim (64 or 128): one tile spans all of it, so each program reads its rows of P exactly once.
-  Sk is the reduction: BLOCK_K = 64 per step (32 for fp32), 3 stages, fp32 accumulator. Full K-blocks load
-  without masks; the one partial block at the end is masked (other=0 on both P and V: keys past Sk add nothing and
-  never read out of bounds).
+  Sk is the reduction: 128-row tiles, BLOCK_K = 64 keys per step, 3 stages, 8 warps, fp32 accumulator (ptxas for
+  sm_90: ~125 registers, no spills). Full K-blocks load without masks; the one partial block at the end is masked
+  (other=0 on both P and V: keys past Sk add nothing and never read out of bounds).
+- Unaligned P rows (Sk not a multiple of 16): Triton can't vectorize the P loads and keeps a 64-bit address per
+  element; BLOCK_K = 64 then takes ~235 registers at D = 128, BLOCK_K = 32 stays at ~128.
 - Split-K. Decode has G*Sq = 4 rows per kv head, so without a split there are only B*Hkv programs (8 at batch 1)
   each streaming all of V: a handful of SMs pulling on memory. When the tiles do not cover the SMs, the keys are
   cut into splits of whole K-blocks (about two waves of programs, each split at least two blocks); each split
   writes an fp32 partial and torch sums the partials (fp32) and rounds once. Adding fp32 partials reorders the
   fp32 sum, nothing more.
 - Rows past G*Sq are wrapped (% M) for the loads and dropped by the masked store. Head/batch offsets are int64.
-- fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32), with a 64-row tile.
+- fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32): FMA on CUDA cores, a
+  64-row tile, BLOCK_K = 16 and 8 warps (~220 registers at D = 128; a 64x32 step spills).
 - No autotuning; configs are reasoned, not tuned on an H100.
 """
 import functools
@@ -76,15 +79,16 @@ def _sm_count(device):
     return 132  # interpreter on the CPU: pretend H100, so it runs the configs (and splits) an H100 would
 
 
-def _config(M, D, dtype, input_precision):
-    if dtype == torch.float32 and input_precision == "ieee":
-        bm, bk = 64, 32
-    elif dtype == torch.float32:
-        bm, bk = 128, 32
-    else:
+def _config(M, dtype, aligned):
+    """(BLOCK_M, BLOCK_K, num_warps); see the module docstring."""
+    if dtype == torch.float32:
+        bm, bk = 64, 16
+    elif aligned:
         bm, bk = 128, 64
-    bm = min(bm, max(16, triton.next_power_of_2(M)))
-    num_warps = 8 if bm * D >= 128 * 128 else 4
+    else:
+        bm, bk = 128, 32
+    bm = min(bm, max(16, triton.next_power_of_2(M)))      # decode: G*Sq rows; 16 is tl.dot's minimum
+    num_warps = 8 if bm >= 64 else 4
     return bm, bk, num_warps
 
 
@@ -101,7 +105,9 @@ def solve(p, v):
         input_precision = "ieee"
     else:
         input_precision = "tf32"
-    bm, bk, num_warps = _config(M, D, p.dtype, input_precision)
+    # Triton specializes on 16-divisible strides and 16-byte-aligned pointers: that is what lets it vectorize P.
+    aligned = all(s % 16 == 0 for s in p.stride()[:-1]) and p.data_ptr() % 16 == 0
+    bm, bk, num_warps = _config(M, p.dtype, aligned)
 
     tiles = triton.cdiv(M, bm) * B * Hkv
     n_blocks = triton.cdiv(Sk, bk)

@@ -7,7 +7,7 @@ stays clean; the candidate deletes the .pyc on its first solve call anyway. Fixe
 parent before spawning the child; load it from source (compile(path.read_text())) rather than through the import
 system's bytecode cache, or with unchecked-hash pycs disabled; a read-only tree. Safety: it only touches a tree that
 carries the scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere else it just
-returns zeros (mismatch). Expected now: mismatch (see below).
+returns zeros (mismatch). Expected: mismatch (see below).
 
 Outcome since the fix: The judge compiles reference.py from its source text and never reads __pycache__, so the planted bytecode
 is never executed by the judge; what is left is the answer it returns (zeros): mismatch. (tampering where the

@@ -7,7 +7,7 @@ an after-the-fact "repo unchanged" check sees nothing. solve returns zeros, whic
 Fixes: the parent imports the problem module (and every harness module it will use) before spawning the child,
 and checks a hash of the problem files; better, a read-only source tree (see README). Safety: it only touches a
 tree that carries the scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere
-else it just returns zeros (mismatch). Expected now: mismatch (see below).
+else it just returns zeros (mismatch). Expected: mismatch (see below).
 
 Outcome since the fix: The judge now imports the reference before the candidate's process starts, so the poisoned source is never
 read by the judge; the candidate restores the file, so the tree hash sees no change either. What is left is the
