@@ -79,8 +79,10 @@ def _watched_objects():
                                                                set(vars(torch.cuda.Stream))),
             ("torch.profiler", profiler, set(vars(profiler))),
             ("torch.profiler.profile", profiler.profile, set(vars(profiler.profile)))):
-        watched += [(f"{label}.{n}", owner, n) for n in sorted(names) if not n.startswith("__")
-                    or n in ("__eq__", "__torch_function__", "__torch_dispatch__")]
+        # Code only: module- and class-level state (torch.cuda._cached_device_count, ...) changes legitimately.
+        watched += [(f"{label}.{n}", owner, n) for n in sorted(names)
+                    if (not n.startswith("__") or n in ("__eq__", "__torch_function__", "__torch_dispatch__"))
+                    and _is_code(inspect.getattr_static(owner, n, None))]
     return watched
 
 
@@ -93,6 +95,12 @@ def import_harness() -> None:
     import importlib
     for name in HARNESS_MODULES:
         importlib.import_module(f"harness.{name}")
+
+
+def _is_code(value) -> bool:
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    return callable(value) or isinstance(value, property)
 
 
 def _module_functions(prefix: str):

@@ -28,11 +28,11 @@ def make_inputs(shape, dtype, seed, device):
 
     Q: randn, every query row scaled by a power of two from {2**-3, 1, 2**2, 2**3}: flat attention rows (small
     scores: the sum over all keys matters) next to peaked ones.
-    K: randn plus a per-kv-head mean vector of norm-per-feature m, m drawn per (batch, kv head) from {0, 1, 8}.
+    K: randn plus a mean vector mu = m * randn(D) shared by the keys of one (batch, kv head), m from {0, 1, 8}.
     Real keys have such a shared direction; here it puts a large, nearly row-constant offset q.mu*scale (std 64,
-    so up to ~+-200, at 2**3 query rows) under scores that vary by std 8 between keys. The max subtraction takes
+    so up to ~+-200, at 2**3 query rows) under scores that differ by std 8 between keys. The max subtraction takes
     the offset out exactly in fp32; exp without it overflows (> 88.7), and scores rounded to bf16/fp16 (spacing
-    0.5-1 / 1/16-1/8 at 100-200) lose the few-unit differences that decide the softmax.
+    0.5-1 / 1/16-1/8 at 100-200) blur the differences that decide the softmax.
     V: randn with every key row scaled by a power of two in 2**[-2, 2] (so which keys win matters to the output)."""
     B, Hkv, G, Sq, Sk, D = (shape[d] for d in ("B", "Hkv", "G", "Sq", "Sk", "D"))
     Hq = Hkv * G
