@@ -65,6 +65,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="fix the fuzzing seed (default: fresh, recorded in the result)")
     p.add_argument("--no-timing", action="store_true", help="judge correctness only")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds allowed per call (default 180)")
+    p.add_argument("--max-shapes", type=_positive, help="time only the first N benchmark shapes of each problem")
 
 
 def _positive(text: str) -> int:
@@ -79,7 +80,7 @@ def _options(args, device: str):
     examples = args.examples or (20 if device == "cpu" else 30)
     return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
                    seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
-                   case_timeout_s=args.timeout)
+                   case_timeout_s=args.timeout, max_shapes=args.max_shapes)
 
 
 def _device(args) -> str:

@@ -39,6 +39,7 @@ class Options:
     timing_budget_s: float = 15.0        # per benchmark shape and dtype
     shrink: bool = True
     shapes: list | None = None           # override the benchmark shapes (tests, quick runs)
+    max_shapes: int | None = None        # time only the first N benchmark shapes
     peaks: dict = field(default_factory=dict)   # measured ceilings on this device (timing.measure_peaks)
 
 
@@ -278,7 +279,7 @@ def _baseline_paths(problem: Problem) -> dict:
 
 def _time_dtype(judge: Judge, solution, spec: DtypeSpec, opts: Options, record: EvalRecord) -> None:
     problem = judge.problem
-    for bench in opts.shapes or problem.benchmark:
+    for bench in (opts.shapes or problem.benchmark)[:opts.max_shapes]:
         shape = {d: bench[d] for d in problem.dims}
         request = {"op": "time", "shape": shape, "dtype": spec.name, "baselines": _baseline_paths(problem),
                    "budget_s": opts.timing_budget_s}
