@@ -219,7 +219,7 @@ def describe_output(out, inputs: tuple) -> dict:
 LIBRARY_KERNEL = re.compile(
     r"nvjet|sm\d+_xmma|xmma_|cutlass_\d+_|cublas|gemv|gemmk1|gemmSN|splitKreduce|^Kernel2$|ampere_\w*gemm|"
     r"volta_\w*gemm|turing_\w*gemm|s\d+gemm|[hsdi]gemm_|cudnn|flash_fwd|flash_bwd|fmha|pytorch_flash|"
-    r"scaled_dot_product|mem_efficient|_scaled_mm|scaled_mm_kernel|grouped_gemm_kernel", re.IGNORECASE)
+    r"scaled_dot_product|mem_efficient|_scaled_mm|scaled_mm_kernel", re.IGNORECASE)
 # torch's own elementwise/copy/fill kernels and runtime copies: allowed around a custom kernel, but not alone.
 TORCH_NATIVE_KERNEL = re.compile(r"at::|native::|Memcpy|Memset|memcpy|memset|CatArrayBatched|distribution_",
                                  re.IGNORECASE)

@@ -4,7 +4,11 @@ libcudart. Lines marked persisting survive the harness's L2 flush (a plain write
 evicts only normal lines), so B stays on chip across timed calls: a cold-cache benchmark becomes a warm one. The
 answer is computed honestly by torch.matmul. The harness should check after each call that the persisting-L2 limit
 is 0 and that the current stream has no access-policy window (or reset both itself before timing).
-Expected: tampering."""
+Expected: tampering.
+
+Seen on the H200 VM of 2026-11-22: the default limit there is already 11.25 MiB (the harness judges changes
+against the value before the candidate ran), and this file's cudaDeviceSetLimit call failed, so it raised instead
+of cheating: crash. Both outcomes reject it; where the driver allows the carve-out the expected code is tampering."""
 import ctypes
 import glob
 import os
@@ -13,6 +17,7 @@ import torch
 
 BACKEND = "torch"
 EXPECTED = "tampering"
+ALSO_ACCEPTED = ("crash",)
 DEVICE = "cuda"
 DTYPES = ("bfloat16",)
 
