@@ -6,6 +6,7 @@ forged is judged in the parent: values, shapes, the oracle.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import os
@@ -253,7 +254,9 @@ def kernel_verdict(names: list[str]) -> str:
 _CUDA_LIMIT_PERSISTING_L2 = 0x06   # cudaLimitPersistingL2CacheSize
 
 
+@functools.lru_cache(maxsize=1)
 def _cudart():
+    """libcudart, found and loaded once: reset_persisting_l2 runs before every timed call."""
     import ctypes
     import ctypes.util
     import glob

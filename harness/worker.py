@@ -119,8 +119,10 @@ class Session:
             # The answer must be complete once the current stream gets there: read it after a sync of that stream
             # alone. Work the candidate left on other streams shows as a slow device-wide sync afterwards.
             torch.cuda.current_stream().synchronize()
-            header_meta = guard.describe_output(out, inputs)
-            payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None
+        header_meta = guard.describe_output(out, inputs)
+        payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None
+        l2 = 0
+        if cuda:
             t0 = time.perf_counter()
             torch.cuda.synchronize()
             straggler_ms = (time.perf_counter() - t0) * 1e3
@@ -128,10 +130,6 @@ class Session:
                 background = "; ".join(filter(None, [background, f"GPU work still running {straggler_ms:.1f} ms "
                                                                   "after solve returned (another stream?)"]))
             l2 = guard.l2_changed()
-        else:
-            header_meta = guard.describe_output(out, inputs)
-            payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None
-            l2 = 0
         tampering = self.watch.changed()
         if l2:
             tampering.append(f"persisting L2 carve-out of {l2} bytes set (defeats the L2 flush)")
