@@ -76,7 +76,7 @@ def _positive(text: str) -> int:
 
 
 def _options(args, device: str):
-    from harness.evaluate import Options
+    from harness.judge.evaluate import Options
     examples = args.examples or (20 if device == "cpu" else 30)
     return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
                    seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
@@ -113,7 +113,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from harness.evaluate import evaluate
+    from harness.judge.evaluate import evaluate
     device = _device(args)
     problem = discover.get_problem(args.problem)
     solution = discover.get_solution(problem.id, args.file)
@@ -130,8 +130,8 @@ def cmd_eval(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from harness.evaluate import evaluate
-    from harness.results import ResultsFile
+    from harness.judge.evaluate import evaluate
+    from harness.judge.results import ResultsFile
     device = _device(args)
     problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
     plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
@@ -169,7 +169,7 @@ def cmd_run(args) -> int:
 
 def cmd_report(args) -> int:
     from reports.leaderboard import build, markdown_table
-    from harness.results import load
+    from harness.judge.results import load
     out = build(args.results, args.out_dir)
     print(markdown_table([load(Path(p)) for p in args.results]))
     print(f"\nwrote {out['markdown']} and {out['html']}", file=sys.stderr)
@@ -181,9 +181,12 @@ def cmd_report(args) -> int:
 def _import_everything() -> None:
     """Import all judge-side code before any candidate runs: a candidate that rewrote a harness or report file
     on disk must not get its code imported into this (trusted) process later in the run."""
-    from harness import guard
-    guard.import_harness()
-    import harness.evaluate  # noqa: F401
+    import importlib
+    import pkgutil
+
+    import harness.judge
+    for info in pkgutil.iter_modules(harness.judge.__path__):
+        importlib.import_module(f"harness.judge.{info.name}")
     import reports.leaderboard  # noqa: F401
 
 
@@ -192,7 +195,7 @@ def _evaluate_or_record(evaluate, problem, solution, opts):
     import traceback
 
     from harness.reasons import Reason
-    from harness.results import EvalRecord
+    from harness.judge.results import EvalRecord
     try:
         return evaluate(problem, solution, opts)
     except Exception:  # noqa: BLE001
@@ -207,13 +210,13 @@ def _peaks(problem) -> dict:
     """Measured in this (trusted) process, before any candidate runs."""
     import torch
 
-    from harness.timing import measure_peaks
+    from harness.judge.peaks import measure_peaks
     dtypes = {name: (spec.torch_dtype(), spec.tf32) for name, spec in problem.dtypes.items()}
     return measure_peaks(torch.device("cuda"), dtypes)
 
 
 def _env(device: str) -> dict:
-    from harness.results import environment
+    from harness.judge.results import environment
     return environment(device)
 
 

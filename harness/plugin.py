@@ -53,7 +53,7 @@ class JudgeItem(pytest.Item):
 
     def runtest(self):
         from harness import backends
-        from harness.evaluate import Options, evaluate
+        from harness.judge.evaluate import Options, evaluate
         if self.solution.dtypes is not None and self.dtype not in self.solution.dtypes:
             pytest.skip(f"{self.dtype} is not in the solution's DTYPES {self.solution.dtypes}")
         cfg = self.config

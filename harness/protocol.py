@@ -6,6 +6,7 @@ arrives as data (outputs to judge, timings to sanity-check), never as a verdict.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -55,7 +56,9 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def recv(fd: int, timeout: float | None = None) -> tuple[dict, list[bytes]]:
+def recv(fd: int, timeout: float | None = None, max_blob: int = MAX_BLOB) -> tuple[dict, list[bytes]]:
+    """One message. `max_blob` caps each blob (the parent passes the expected output's size): a larger one is a
+    ValueError before a byte of it is read."""
     deadline = None if timeout is None else time.monotonic() + timeout
     (hlen,) = _LEN.unpack(_read_exact(fd, _LEN.size, deadline))
     if hlen > MAX_HEADER:
@@ -64,10 +67,13 @@ def recv(fd: int, timeout: float | None = None) -> tuple[dict, list[bytes]]:
     if not isinstance(header, dict):
         raise ValueError("message header is not a JSON object")
     blobs = []
-    for _ in range(int(header.get("nblobs", 0))):
+    nblobs = header.get("nblobs", 0)
+    if not isinstance(nblobs, int) or not 0 <= nblobs <= 8:
+        raise ValueError(f"message announces {nblobs!r} blobs (at most 8)")
+    for _ in range(nblobs):
         (blen,) = _LEN.unpack(_read_exact(fd, _LEN.size, deadline))
-        if blen > MAX_BLOB:
-            raise ValueError(f"blob of {blen} bytes is over the {MAX_BLOB} limit")
+        if blen > min(max_blob, MAX_BLOB):
+            raise ValueError(f"blob of {blen} bytes is over the {min(max_blob, MAX_BLOB)} bytes expected")
         blobs.append(_read_exact(fd, blen, deadline))
     return header, blobs
 
@@ -93,3 +99,14 @@ def tensor_from_wire(meta: dict, blob: bytes):
     if flat.numel() != expected:
         raise ValueError(f"tensor blob holds {flat.numel()} bytes, its shape {shape} of {dtype} needs {expected}")
     return flat.view(dtype).reshape(shape)
+
+
+def digest(x) -> str:
+    """A content hash of an input, to compare with the parent's pristine copy after the call."""
+    import torch
+    if not isinstance(x, torch.Tensor):
+        return hashlib.sha256(repr(x).encode()).hexdigest()
+    host = x.detach().to("cpu").contiguous()
+    raw = host.reshape(-1).view(torch.uint8).numpy().tobytes() if host.numel() else b""
+    meta = f"{host.dtype}|{tuple(x.shape)}|{tuple(x.stride())}|".encode()
+    return hashlib.sha256(meta + raw).hexdigest()

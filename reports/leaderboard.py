@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Mirrors of harness.results.RUN_SCHEMA / EVAL_SCHEMA and harness.reasons.VERDICTS. Copied rather than imported
+# Mirrors of harness.judge.results.RUN_SCHEMA / EVAL_SCHEMA and harness.reasons.VERDICTS. Copied rather than imported
 # so that reading results never drags in the harness (and, through it, torch); tests/test_reports.py checks that
 # the copies still match.
 RUN_SCHEMA = "gauntlet.run/1"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness import discover
-from harness.evaluate import Options, evaluate
+from harness.judge.evaluate import Options, evaluate
 
 BAD = Path(__file__).parent / "bad"
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from harness import discover
-from harness.evaluate import Options, evaluate
+from harness.judge.evaluate import Options, evaluate
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -90,7 +90,7 @@ def _cuda_available() -> bool:
 def _peaks(dtype: str) -> dict:
     import torch
 
-    from harness.timing import measure_peaks
+    from harness.judge.peaks import measure_peaks
     spec = discover.get_problem("gemm").dtype(dtype)
     return measure_peaks(torch.device("cuda"), {dtype: (spec.torch_dtype(), spec.tf32)})
 

@@ -8,10 +8,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from harness import check, discover, fuzz, protocol, scoring
-from harness.oracle import expected_for, make_inputs
+from harness import discover, protocol
+from harness.judge import check, fuzz, scoring
+from harness.inputs import make_inputs
+from harness.judge.oracle import expected_for
 from harness.problem import FuzzBounds, ProblemError, load_problem
-from harness.results import EvalRecord, ResultsFile, load
+from harness.judge.results import EvalRecord, ResultsFile, load
 
 GEMM = discover.get_problem("gemm")
 

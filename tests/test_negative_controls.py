@@ -4,8 +4,10 @@ quantized problem computed without quantization). Run in-process on the CPU: the
 import pytest
 import torch
 
-from harness import check, discover
-from harness.oracle import expected_for, make_inputs, matmul_precision
+from harness import discover
+from harness.judge import check
+from harness.inputs import make_inputs, matmul_precision
+from harness.judge.oracle import expected_for
 
 # A precision strictly below each dtype's promise.
 LOWER = {torch.float32: torch.bfloat16, torch.float16: torch.float8_e4m3fn, torch.bfloat16: torch.float8_e4m3fn}

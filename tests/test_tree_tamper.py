@@ -3,7 +3,7 @@ runs, any other judgement would see the planted file too (scripts/test.sh runs s
 import pytest
 
 from harness import discover
-from harness.evaluate import Options, evaluate
+from harness.judge.evaluate import Options, evaluate
 from tests.test_bad_solutions import BAD
 
 

@@ -47,5 +47,6 @@ def prepare_process(backend: str, device: str) -> None:
 def after_import(backend: str, device: str) -> None:
     """Fix-ups that depend on the backend's package being imported (the interpreter's bf16 dot)."""
     if device == "cpu" and backend == "triton":
-        from harness.backends.triton_interpreter import patch_interpreter
+        from harness.backends.triton_interpreter import mark_launches, patch_interpreter
         patch_interpreter()
+        mark_launches()

@@ -118,6 +118,31 @@ def patch_interpreter():
     return True
 
 
+def mark_launches() -> bool:
+    """Wrap each interpreted kernel launch in a profiler range named after the kernel, so the harness's profiler
+    (harness.child.profiling) sees the candidate's own launches on the CPU, on any thread. Idempotent."""
+    if not interpreter_in_use():
+        return False
+    try:
+        from torch.profiler import record_function
+        from triton.runtime import interpreter as interp
+    except ImportError:
+        return False
+    executor = getattr(interp, "GridExecutor", None)
+    if executor is None or "_gauntlet_marked" in executor.__dict__:
+        return executor is not None
+    original = executor.__call__
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(getattr(self, "fn", None), "__name__", "kernel")
+        with record_function(f"gauntlet::launch::{name}"):
+            return original(self, *args, **kwargs)
+
+    executor.__call__ = __call__
+    executor._gauntlet_marked = original
+    return True
+
+
 def unpatch_interpreter():
     """Put the interpreter's original methods back (for tests that show the bug). Returns True if it undid a
     patch."""

@@ -1,18 +1,18 @@
-"""Known-bad: replaces harness.timing.time_sides and harness.scoring.median from the candidate's module body, while
+"""Known-bad: replaces harness.child.timing.time_sides and harness.judge.scoring.median from the candidate's module body, while
 computing the right answer. On the GPU this one would work: the child runs `from harness import timing` only when
 the first timing request arrives, gets the module the candidate already imported and patched, and reports whatever
 times the fake returns (here: the real result with the candidate's times divided by 100). The in-child watch
-snapshots only harness modules already imported when it starts, and harness.timing is not one of them, so today
+snapshots only harness modules already imported when it starts, and harness.child.timing is not one of them, so today
 nothing reports it (on the CPU, where there is no timing, the verdict is pass). Expected: tampering."""
-import harness.scoring
-import harness.timing
+import harness.judge.scoring
+import harness.child.timing
 import torch
 
 BACKEND = "torch"
 EXPECTED = "tampering"
 DEVICE = "cpu"
 
-_real_time_sides = harness.timing.time_sides
+_real_time_sides = harness.child.timing.time_sides
 
 
 def _fast_time_sides(sides, *args, **kwargs):
@@ -24,8 +24,8 @@ def _fast_time_sides(sides, *args, **kwargs):
     return result
 
 
-harness.timing.time_sides = _fast_time_sides
-harness.scoring.median = lambda xs: min(xs)
+harness.child.timing.time_sides = _fast_time_sides
+harness.judge.scoring.median = lambda xs: min(xs)
 
 
 def solve(a, b):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import protocol
 from harness.discover import ROOT
-from harness.reasons import Reason
+from harness.reasons import CODES, Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
 _PR_SET_CHILD_SUBREAPER = 36
@@ -82,7 +82,8 @@ class ChildFailed(Exception):
 
 
 class Child:
-    def __init__(self, problem_id: str, path: Path, backend: str, device: str):
+    def __init__(self, problem_id: str, path: Path | None, backend: str, device: str, role: str = "candidate"):
+        self.role, self.backend = role, backend
         self.tmp = tempfile.TemporaryDirectory(prefix="gauntlet-")
         self.log_path = Path(self.tmp.name) / "child.log"
         req_r, self.req_w = os.pipe()
@@ -94,8 +95,8 @@ class Child:
         _become_subreaper()
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.worker", str(req_r), str(resp_w), problem_id, str(path), backend,
-                 device],
+                [sys.executable, "-m", "harness.child.worker", str(req_r), str(resp_w), role, problem_id,
+                 str(path or "-"), backend, device],
                 cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit_files)
         os.close(req_r)
@@ -103,23 +104,49 @@ class Child:
         st = _stat(self.proc.pid)
         self.started = st[4] if st else 0
         self.alive = True
-        header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution")
+        self.stopped = False
+        header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution", max_blob=0)
         if not header.get("ok"):
             self.close()
-            raise ChildFailed(Reason(header.get("code", "crash"), str(header.get("detail", ""))))
+            code = header.get("code", "crash")
+            raise ChildFailed(Reason(code if code in CODES else "tampering", str(header.get("detail", ""))))
+        self.hello = header
 
-    def request(self, header: dict, timeout: float, what: str):
+    def request(self, header: dict, timeout: float, what: str, max_blob: int = 0):
+        """Send one request and wait for the reply. `max_blob`: the most bytes any blob of the reply may hold (the
+        expected output's size); a larger one is `tampering`, read no further."""
         if not self.alive:
             raise ChildFailed(Reason("crash", "the candidate's process is no longer running"))
+        self.cont()
         try:
             protocol.send(self.req_w, header)
         except (BrokenPipeError, OSError):
             raise ChildFailed(self._death_reason(what)) from None
-        return self._recv(timeout, what)
+        return self._recv(timeout, what, max_blob)
 
-    def _recv(self, timeout: float, what: str):
+    # -- stopping: while the other side is timed, nothing of this one runs ------------------------------------
+    def _pids(self) -> list[int]:
+        return self.escaped() + [self.proc.pid]
+
+    def stop(self) -> None:
+        """SIGSTOP the child's process group and every process that escaped it. Its queued GPU work is not stopped:
+        the baseline worker's quiet check (harness.judge.bench) sees any that is left."""
+        if self.alive and not self.stopped:
+            for pid in self.escaped():
+                _signal(pid, signal.SIGSTOP)
+            _signal_group(self.proc.pid, signal.SIGSTOP)
+            self.stopped = True
+
+    def cont(self) -> None:
+        if self.alive and self.stopped:
+            _signal_group(self.proc.pid, signal.SIGCONT)
+            for pid in self.escaped():
+                _signal(pid, signal.SIGCONT)
+            self.stopped = False
+
+    def _recv(self, timeout: float, what: str, max_blob: int = 0):
         try:
-            return protocol.recv(self.resp_r, timeout)
+            return protocol.recv(self.resp_r, timeout, max_blob=max_blob)
         except protocol.ChannelTimeout:
             self.close()
             raise ChildFailed(Reason("timeout", f"no answer within {timeout:.0f} s while {what}")) from None
@@ -152,6 +179,7 @@ class Child:
             return ""
 
     def close(self) -> None:
+        self.cont()
         if self.alive:
             self.alive = False
             try:
@@ -196,3 +224,17 @@ class Child:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _signal(pid: int, sig) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_group(pgid: int, sig) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -25,6 +25,24 @@ def speedup_ci(base_ms: list[float], cand_ms: list[float], seed: int = 0, n: int
     return ratios[int(0.025 * n)], ratios[int(0.975 * n) - 1]
 
 
+def paired_speedup_ci(base_rounds: dict, cand_rounds: dict, seed: int = 0, n: int = 2000) -> tuple[float, float]:
+    """95% bootstrap interval of median(base) / median(cand), resampling rounds: a round's candidate and baseline
+    calls are drawn together (paired), so drift shared by a round cancels instead of widening the interval.
+    `*_rounds`: round index -> that side's per-call times in the round."""
+    rounds = sorted(set(base_rounds) & set(cand_rounds))
+    if not rounds:
+        return (float("nan"), float("nan"))
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(n):
+        pick = rng.choices(rounds, k=len(rounds))
+        b = statistics.median([x for r in pick for x in base_rounds[r]])
+        c = statistics.median([x for r in pick for x in cand_rounds[r]])
+        ratios.append(b / c)
+    ratios.sort()
+    return ratios[int(0.025 * n)], ratios[int(0.975 * n) - 1]
+
+
 def geomean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None

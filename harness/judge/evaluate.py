@@ -15,14 +15,16 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from harness import audit, backends, check, fuzz, protocol, scoring
-from harness.guard import digest
+from harness import backends, protocol
+from harness.judge import audit, check, fuzz, kernels, replies, scoring, timed
+from harness.child.guard import digest
 from harness.discover import ROOT, SolutionInfo, UsageError, solutions_dir
-from harness.isolate import Child, ChildFailed
-from harness.oracle import expected_for, make_inputs
+from harness.judge.isolate import Child, ChildFailed
+from harness.inputs import make_inputs
+from harness.judge.oracle import expected_for
 from harness.problem import DtypeSpec, Problem
 from harness.reasons import Reason, verdict_of
-from harness.results import EvalRecord
+from harness.judge.results import EvalRecord
 
 DB_DIR = ROOT / ".gauntlet" / "hypothesis"
 
@@ -70,28 +72,35 @@ class Judge:
     calls: int = 0
     kernels: dict = field(default_factory=dict)
 
+    base: Child | None = None            # the clean baseline worker (cuda timing only)
+    declared: frozenset = frozenset()    # the candidate's Triton kernel names, reported by its worker at start-up
+    custom: bool = True                  # a non-torch backend: its work must be its own
+
     def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
         try:
-            profile = self.calls % 10 == 0            # the first call, then every tenth: kernels under the profiler
-            self.calls += 1
-            header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed,
-                                                "profile": profile},
-                                               timeout=self.timeout, what=f"running solve on {shape}")
-        except ChildFailed as exc:
-            raise Abort(exc.reason) from None
-        if not header.get("ok"):
-            raise Abort(Reason(header.get("code", "crash"), str(header.get("detail", ""))))
-        if header.get("kernels") is not None:
-            self.kernels.setdefault(spec.name, header["kernels"][:20])     # what ran, for the record
-        try:
+            # The judge's side first: the expected output's size caps what the reply may carry.
             inputs = make_inputs(self.problem, shape, spec, seed, self.device)
             expected = expected_for(self.problem, inputs, spec)
         except torch.OutOfMemoryError:
-            # The judge's own allocations failed while the candidate's process holds the GPU's memory.
             raise Abort(Reason("crash", "the judge ran out of GPU memory while the candidate's process held it "
                                         f"(on {shape})")) from None
+        try:
+            self.calls += 1
+            header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed},
+                                               timeout=self.timeout, what=f"running solve on {shape}",
+                                               max_blob=8 * expected.oracle.numel() + 64)
+        except ChildFailed as exc:
+            raise Abort(exc.reason) from None
+        if not header.get("ok"):
+            raise Abort(Reason(header.get("code", "crash") if header.get("code") == "crash" else "crash",
+                               str(header.get("detail", ""))))
+        try:
+            replies.case(header, len(blobs), len(inputs))
+        except replies.BadReply as exc:
+            raise Abort(Reason("tampering", f"malformed reply from the candidate's process: {exc}")) from None
+        self.kernels.setdefault(spec.name, kernels.summary(header["calls"]))     # what ran, for the record
         key = (spec.name, tuple(sorted(shape.items())))
-        reasons = self._guard_reasons(header, inputs)
+        reasons = self._guard_reasons(header, inputs, expected)
         reasons += check.structural_reasons(header["meta"], expected, self.device)
         if not reasons:
             out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(self.device)
@@ -110,14 +119,17 @@ class Judge:
             return False
         return any(k == key and check.matches(out, old, spec) for k, old in self.history)
 
-    def _guard_reasons(self, header: dict, inputs: tuple) -> list[Reason]:
+    def _guard_reasons(self, header: dict, inputs: tuple, expected) -> list[Reason]:
         reasons = []
-        if header.get("tampering"):
-            reasons.append(Reason("tampering", "changed during solve: " + ", ".join(header["tampering"][:10])))
-        if header.get("forbidden_ops"):
-            reasons.append(Reason("forbidden_op", "library ops called: aten." + ", aten.".join(header["forbidden_ops"])))
-        if header.get("kernel_problem"):
-            reasons.append(Reason("forbidden_op", header["kernel_problem"]))
+        changed = header.get("tampering", []) + header.get("state", [])
+        if changed:
+            reasons.append(Reason("tampering", "changed during solve: " + ", ".join(changed[:10])))
+        if self.custom:
+            need_own = expected.oracle.numel() > 0 and (self.device == "cuda" or self.child.backend == "triton")
+            found = kernels.call_problems(header["calls"][0], self.device, self.declared, timed=False,
+                                          need_own=need_own)
+            if found:
+                reasons.append(Reason("forbidden_op", "; ".join(found)))
         if header.get("background"):
             reasons.append(Reason("background_work", header["background"]))
         escaped = self.child.escaped()
@@ -170,12 +182,20 @@ def _select_dtypes(problem: Problem, solution: SolutionInfo, opts: Options, reco
 
 
 def _judge_all(problem, solution, opts, record, dtypes) -> None:
+    timing = opts.device == "cuda" and opts.timing and not opts.case
+    # The baseline worker starts first: it measures the idle GPU's flush time before any candidate code exists.
+    base = timed.start_baseline_worker(problem, opts.device) if timing else None
     try:
         child = Child(problem.id, solution.path, solution.backend, opts.device)
     except ChildFailed as exc:
         record.reasons.append(exc.reason.to_json())
+        if base is not None:
+            base.close()
         return
-    judge = Judge(problem, child, opts.device, timeout=opts.case_timeout_s)
+    declared = child.hello.get("kernels", [])
+    judge = Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
+                  declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)
+                  else frozenset(), custom=solution.backend != "torch")
     try:
         for i, spec in enumerate(dtypes):
             reasons = _fuzz_dtype(judge, spec, opts, record)
@@ -187,10 +207,12 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
                 break
             if reasons:
                 continue
-            if opts.device == "cuda" and opts.timing and not opts.case:
-                _time_dtype(judge, solution, spec, opts, record)
+            if timing:
+                timed.time_dtype(judge, spec, opts, record)
     finally:
         child.close()
+        if base is not None:
+            base.close()
     for name, summary in _scores(record).items():
         record.score[name] = summary
 
@@ -222,7 +244,7 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
     except Abort as exc:
         counts["status"] = exc.reason.code
         shape, seed = current.get("shape"), current.get("seed")
-        exc.reason.repro = exc.reason.repro or (_repro(record, spec, shape, seed) if shape else "")
+        exc.reason.repro = exc.reason.repro or (fuzz.repro(record, spec, shape, seed) if shape else "")
         return [exc.reason]
     except Exception as exc:  # noqa: BLE001 - CaseFailed, or Hypothesis' FlakyFailure when a failure did not replay
         if not failure:
@@ -232,7 +254,7 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
         if not isinstance(exc, CaseFailed):
             reasons = [Reason(r.code, r.detail + " (did not fail again on replay: the candidate is not "
                                                  "deterministic)") for r in reasons]
-        repro = _repro(record, spec, failure["shape"], failure["seed"])
+        repro = fuzz.repro(record, spec, failure["shape"], failure["seed"])
         return [Reason(r.code, f"[{spec.name} {fuzz.format_case(failure['shape'], failure['seed'])}] {r.detail}",
                        repro) for r in _dedupe(reasons)]
     return []
@@ -262,132 +284,6 @@ def _dedupe(reasons: list[Reason]) -> list[Reason]:
             seen.add(r.code)
             out.append(r)
     return out
-
-
-def _repro(record: EvalRecord, spec: DtypeSpec, shape, seed) -> str:
-    return (f"gauntlet eval {record.problem} {record.path} --device {record.device} --dtype {spec.name} "
-            f"--case '{fuzz.format_case(shape, seed)}'")
-
-
-# --- timing ----------------------------------------------------------------------------------------------------
-
-def _baseline_paths(problem: Problem) -> dict:
-    paths = {}
-    for label, name in problem.baselines.items():
-        path = solutions_dir() / problem.id / f"{name}.py"
-        if not path.is_file():
-            raise UsageError(f"problem {problem.id}: baseline {label!r} names solution {name!r}, "
-                             f"but {path} does not exist")
-        paths[label] = str(path)
-    return paths
-
-
-def _time_dtype(judge: Judge, solution, spec: DtypeSpec, opts: Options, record: EvalRecord) -> None:
-    problem = judge.problem
-    for bench in (opts.shapes or problem.benchmark)[:opts.max_shapes]:
-        shape = {d: bench[d] for d in problem.dims}
-        request = {"op": "time", "shape": shape, "dtype": spec.name, "baselines": _baseline_paths(problem),
-                   "budget_s": opts.timing_budget_s}
-        try:
-            header, blobs = judge.child.request(request, timeout=opts.case_timeout_s + 4 * opts.timing_budget_s,
-                                                what=f"timing {shape}")
-        except ChildFailed as exc:
-            record.reasons.append(exc.reason.to_json())
-            return
-        if not header.get("ok"):
-            record.reasons.append(Reason(header.get("code", "crash"), f"while timing {shape}: {header.get('detail')}")
-                                  .to_json())
-            return
-        entry = _timing_entry(problem, spec, bench, shape, header, record, opts.peaks)
-        reasons = _spot_checks(judge, spec, shape, header, blobs, record) + _physics(entry, header, opts.peaks)
-        if header.get("tampering"):
-            reasons.append(Reason("tampering", "changed during timing: " + ", ".join(header["tampering"][:10])))
-        entry["spot_check"] = "fail" if reasons else "pass"
-        record.timings.append(entry)
-        record.reasons += [r.to_json() for r in reasons]
-        if reasons:
-            return
-
-
-def _timing_entry(problem, spec, bench, shape, header, record, peaks) -> dict:
-    sides = header["sides"]
-    cand = sides["candidate"]
-    cand_ms = scoring.median(cand["ms"])
-    itemsize = spec.torch_dtype().itemsize
-    flops, nbytes = problem.flops(shape), problem.bytes(shape, itemsize, itemsize)
-    entry = {"dtype": spec.name, "shape": shape, "source": bench.get("source", ""), "candidate_ms": cand_ms,
-             "candidate_wall_ms": scoring.median(cand["wall_ms"]), "mode": cand["mode"], "reps": len(cand["ms"]),
-             "tflops": flops / cand_ms / 1e9, "gbps": nbytes / cand_ms / 1e6, "baselines": {}}
-    peak = (peaks.get(spec.name) or {}).get("tflops")
-    entry["peak_fraction"] = entry["tflops"] / peak if peak else None
-    entry["bw_fraction"] = entry["gbps"] / peaks["copy_gbps"] if peaks.get("copy_gbps") else None
-    for label, side in sides.items():
-        if label == "candidate":
-            continue
-        if "error" in side:
-            entry.setdefault("baseline_errors", {})[label] = side["error"]
-            continue
-        base_ms = scoring.median(side["ms"])
-        entry["baselines"][label] = {"ms": base_ms, "speedup": base_ms / cand_ms, "mode": side["mode"],
-                                     "ci95": list(scoring.speedup_ci(side["ms"], cand["ms"], seed=record.seed or 0)),
-                                     "tflops": flops / base_ms / 1e9, "note": side.get("note", ""),
-                                     "wall_ms": scoring.median(side["wall_ms"])}
-    return entry
-
-
-def _spot_checks(judge, spec, shape, header, blobs, record) -> list[Reason]:
-    """Outputs of randomly chosen timed calls are judged like any other: fast-and-wrong only when timed fails."""
-    reasons, blobs = [], list(blobs)
-    for spot in header.get("spots") or [{"is_tensor": False, "type": "nothing"}]:
-        inputs = make_inputs(judge.problem, shape, spec, spot["seed"], judge.device) if spot.get("seed") is not None \
-            else None
-        if inputs is None:
-            reasons.append(Reason("crash", f"timed call on {shape} came back without its input seed"))
-            break
-        expected = expected_for(judge.problem, inputs, spec)
-        found = check.structural_reasons(spot, expected, judge.device)
-        if not found:
-            out = protocol.tensor_from_wire(spot["wire"], blobs.pop(0)).to(judge.device)
-            found = check.value_reasons(out, expected, spec)
-        elif spot.get("is_tensor"):
-            blobs.pop(0)
-        for r in found:
-            r.detail = f"[timed call, {spec.name} {shape}] {r.detail}"
-            r.repro = _repro(record, spec, shape, spot["seed"])
-        reasons += found
-        del inputs, expected
-        if found:
-            break
-    if judge.device == "cuda":
-        torch.cuda.empty_cache()
-    return reasons
-
-
-# A custom kernel can beat cuBLAS, but not the hardware: allow this much above the ceilings measured in the run
-# (H100/H200 dense bf16 datasheet ~990 TFLOP/s vs ~780 measured: 1.27x; copy reaches ~90% of HBM bandwidth).
-ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
-
-
-def _physics(entry: dict, header: dict, peaks: dict) -> list[Reason]:
-    reasons = []
-    peak = (peaks.get(entry["dtype"]) or {}).get("tflops")
-    if peak and entry["tflops"] > ROOFLINE_MARGIN["tflops"] * peak:
-        reasons.append(Reason("below_roofline", f"{entry['tflops']:.0f} TFLOP/s on {entry['shape']} is over "
-                                                f"{ROOFLINE_MARGIN['tflops']}x the {peak:.0f} measured on this GPU"))
-    bw = peaks.get("copy_gbps")
-    if bw and entry["gbps"] > ROOFLINE_MARGIN["gbps"] * bw:
-        reasons.append(Reason("below_roofline", f"{entry['gbps']:.0f} GB/s on {entry['shape']} is over "
-                                                f"{ROOFLINE_MARGIN['gbps']}x the {bw:.0f} GB/s device copy"))
-    # Work left running after the timed region closes shows as host wall time the events did not see.
-    cand = header["sides"]["candidate"]
-    gaps = {label: scoring.median([w - m for w, m in zip(side["wall_ms"], side["ms"])])
-            for label, side in header["sides"].items() if "ms" in side}
-    base_gap = min((g for label, g in gaps.items() if label != "candidate"), default=0.0)
-    if gaps["candidate"] > base_gap + max(0.1, 0.25 * scoring.median(cand["ms"])):
-        reasons.append(Reason("background_work", f"timed calls on {entry['shape']} kept the GPU busy "
-                                                 f"{gaps['candidate']:.3f} ms past their end event (baseline "
-                                                 f"{base_gap:.3f} ms): work left on another stream?"))
-    return reasons
 
 
 def _scores(record: EvalRecord) -> dict:

@@ -1,4 +1,4 @@
-"""In-child checks around each candidate call: forbidden library ops, tampering, background work, aliasing.
+"""In-child checks around each candidate call: tampering, background work, aliasing, persisting L2, poisoning.
 
 These run inside the candidate's own process, so a determined candidate can defeat them with enough effort (the
 threat model in README says so); they raise the cost of cheating and catch the common tricks. What cannot be
@@ -19,32 +19,7 @@ import types
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# aten ops that do a GEMM, a convolution or attention: a non-torch backend must compute these itself.
-FORBIDDEN_OPS = frozenset({
-    "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "einsum", "dot", "vdot", "mv", "addmv",
-    "addr", "tensordot", "_addmm_activation", "_scaled_mm", "_scaled_mm_v2", "_int_mm", "_grouped_mm",
-    "_scaled_grouped_mm", "_weight_int8pack_mm", "_weight_int4pack_mm", "_mixed_dtypes_linear",
-    "convolution", "_convolution", "cudnn_convolution", "mkldnn_convolution", "scaled_dot_product_attention",
-    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
-    "_scaled_dot_product_fused_attention_overrideable", "_flash_attention_forward", "_efficient_attention_forward",
-    "_fused_sdp_choice",
-})
-
-
-class OpRecorder(TorchDispatchMode):
-    """Records every aten op the candidate dispatches (below autograd, so torch.matmul shows up as aten.mm)."""
-
-    def __init__(self):
-        super().__init__()
-        self.forbidden: list[str] = []
-
-    def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        if name in FORBIDDEN_OPS and name not in self.forbidden:
-            self.forbidden.append(name)
-        return func(*args, **(kwargs or {}))
-
+from harness.protocol import digest  # noqa: F401 - the worker hashes inputs with the shared function
 
 # --- tampering -------------------------------------------------------------------------------------------------
 
@@ -87,8 +62,8 @@ def _watched_objects():
     return watched
 
 
-HARNESS_MODULES = ("audit", "backends", "check", "discover", "fuzz", "guard", "oracle", "problem", "protocol",
-                   "reasons", "results", "scoring", "timing", "worker")
+HARNESS_MODULES = ("backends", "discover", "gpu", "inputs", "problem", "protocol", "reasons", "child.guard",
+                   "child.profiling", "child.state", "child.timing", "child.worker")
 
 
 def import_harness() -> None:
@@ -121,7 +96,7 @@ class TamperWatch:
         self.items = _watched_objects()
         for prefix in extra_modules:
             self.items += _module_functions(prefix)
-            # The module objects themselves: replacing sys.modules["harness.check"] is tampering too.
+            # The module objects themselves: replacing sys.modules["harness.judge.check"] is tampering too.
             self.items += [(f"sys.modules[{name!r}]", sys.modules, name) for name in list(sys.modules)
                            if name.startswith(prefix)]
         self.snapshot = {label: self._fingerprint(owner, attr) for label, owner, attr in self.items}
@@ -195,58 +170,12 @@ def aliased_input(out: torch.Tensor, inputs: tuple) -> str:
     return ""
 
 
-def digest(x) -> str:
-    """A content hash of an input, to compare with the parent's pristine copy after the call."""
-    if not isinstance(x, torch.Tensor):
-        return hashlib.sha256(repr(x).encode()).hexdigest()
-    host = x.detach().to("cpu").contiguous()
-    raw = host.reshape(-1).view(torch.uint8).numpy().tobytes() if host.numel() else b""
-    meta = f"{host.dtype}|{tuple(x.shape)}|{tuple(x.stride())}|".encode()
-    return hashlib.sha256(meta + raw).hexdigest()
-
-
 def describe_output(out, inputs: tuple) -> dict:
     if type(out) is not torch.Tensor:   # noqa: E721 - subclasses (lazy or fake tensors) are rejected on purpose
         return {"is_tensor": False, "type": f"{type(out).__module__}.{type(out).__qualname__}"}
     return {"is_tensor": True, "dtype": str(out.dtype).removeprefix("torch."), "shape": list(out.shape),
             "device": str(out.device), "device_type": out.device.type, "stride": list(out.stride()),
             "aliases_input": aliased_input(out, inputs)}
-
-
-# --- GPU: which kernels ran ------------------------------------------------------------------------------------
-
-# Kernels from cuBLAS/cuBLASLt (nvjet, xmma, cutlass_NN_..., gemv, splitKreduce, Kernel2), cuDNN and the attention
-# libraries. A custom backend that launches one of these did not compute with its own kernel.
-LIBRARY_KERNEL = re.compile(
-    r"nvjet|sm\d+_xmma|xmma_|cutlass_\d+_|cublas|gemv|gemmk1|gemmSN|splitKreduce|^Kernel2$|ampere_\w*gemm|"
-    r"volta_\w*gemm|turing_\w*gemm|s\d+gemm|[hsdi]gemm_|cudnn|flash_fwd|flash_bwd|fmha|pytorch_flash|"
-    r"scaled_dot_product|mem_efficient|_scaled_mm|scaled_mm_kernel", re.IGNORECASE)
-# torch's own elementwise/copy/fill kernels and runtime copies: allowed around a custom kernel, but not alone.
-TORCH_NATIVE_KERNEL = re.compile(r"at::|native::|Memcpy|Memset|memcpy|memset|CatArrayBatched|distribution_",
-                                 re.IGNORECASE)
-
-
-def profiled_call(fn, args):
-    """Run fn(*args) under the CUDA profiler; return (output, names of the kernels that ran)."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        out = fn(*args)
-        torch.cuda.synchronize()
-    names = sorted({e.name for e in prof.events() if e.device_type == DeviceType.CUDA})
-    return out, names
-
-
-def kernel_verdict(names: list[str]) -> str:
-    """'' when the kernels look like the candidate's own work, else why not."""
-    library = [n for n in names if LIBRARY_KERNEL.search(n)]
-    if library:
-        return "library kernels ran: " + ", ".join(n[:80] for n in library[:4])
-    own = [n for n in names if not TORCH_NATIVE_KERNEL.search(n)]
-    if not own:
-        return ("no kernel of the candidate's own ran (only torch copies/fills: "
-                + (", ".join(n[:60] for n in names[:4]) or "no kernels at all") + ")")
-    return ""
 
 
 # --- GPU: persisting L2 ----------------------------------------------------------------------------------------

@@ -74,3 +74,9 @@ def parse_case(text: str, dims: list) -> tuple[dict, int]:
         raise UsageError(f"--case: missing {missing}, unknown {unknown}; expected {', '.join(dims)} and seed")
     shape = {d: int(items[d]) if items[d].lstrip("-").isdigit() else items[d] for d in dims}
     return shape, int(items.get("seed", 0))
+
+
+def repro(record, spec, shape, seed) -> str:
+    """The command that replays one case of a judgement."""
+    return (f"gauntlet eval {record.problem} {record.path} --device {record.device} --dtype {spec.name} "
+            f"--case '{format_case(shape, seed)}'")

@@ -1,0 +1,274 @@
+"""A worker process: imports one candidate (role `candidate`) or only the problem's baselines (role `baseline`), and
+runs calls on request. It judges nothing.
+
+Started by harness.judge.isolate as
+`python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM SOLUTION_PATH BACKEND DEVICE`, with stdout/stderr sent to
+a log file. The baseline worker never imports candidate code, so nothing a candidate does to its own process
+(patched functions, environment, torch switches, threads) reaches the baselines' times. For each request the
+worker regenerates inputs from the seed it is given, calls, and sends back output bytes plus what it observed
+(the profiler's kernels and ops, state changes, threads). The parent computes every verdict.
+"""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+
+from harness import protocol
+
+
+def main(argv: list[str]) -> int:
+    req_fd, resp_fd = int(argv[0]), int(argv[1])
+    role, problem_id, path, backend, device = argv[2:7]
+    from harness import backends
+    backends.prepare_process(backend, device)     # before anything imports triton
+    session = Session(role, problem_id, path, backend, device)
+    protocol.send(resp_fd, session.start())
+    while True:
+        try:
+            request, _ = protocol.recv(req_fd)
+        except protocol.ChannelClosed:
+            return 0
+        if request.get("op") == "exit":
+            return 0
+        header, blobs = session.handle(request)
+        protocol.send(resp_fd, header, blobs)
+
+
+class Session:
+    def __init__(self, role, problem_id, path, backend, device):
+        self.role, self.problem_id, self.path, self.backend, self.device = role, problem_id, path, backend, device
+        self.solve = None
+        self.watch = self.snapshot = None
+        self.benches: dict = {}
+
+    # -- start-up ------------------------------------------------------------------------------------------------
+    def start(self) -> dict:
+        import torch  # noqa: F401 - import torch before the candidate so its patches are visible as changes
+
+        from harness import backends, discover
+        from harness.child import guard, state
+        try:
+            # Everything this process will run on the harness's behalf is imported now, before the candidate can
+            # touch a file: the harness's modules, the problem's reference and the baselines.
+            guard.import_harness()
+            self.problem = discover.get_problem(self.problem_id)
+            self.problem.module()
+            self.baselines = _load_baselines(self.problem) if self.role == "baseline" else {}
+            backends.after_import(self.backend, self.device)
+        except Exception:  # noqa: BLE001
+            return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}
+        hello = {"ok": True}
+        if self.device == "cuda":
+            from harness.gpu import Flusher, cycles_per_ms, held_ms
+            torch.cuda.init()
+            guard.remember_l2_baseline()
+            cycles_per_ms()                      # cached before the snapshot: its value is then fixed
+            if self.role == "baseline":          # this GPU's quiet flush time, before any candidate exists
+                flush = Flusher(torch.device("cuda"))
+                hello["quiet_ms"] = held_ms(flush, flush, n=21)
+                del flush
+        from harness.child.profiling import CallProfiler
+        with CallProfiler(self.device) as prof, prof.call(0):
+            torch.zeros(1, device=self.device).add_(1)    # the profiler's lazy set-up (env, threads) happens now
+        self.snapshot = state.Snapshot()
+        self.watch = guard.TamperWatch()
+        if self.role == "baseline":
+            return hello
+        return self._import_candidate()
+
+    def _import_candidate(self) -> dict:
+        from harness.child import guard
+        try:
+            from harness.problem import load_module
+            module = load_module(self.path, "gauntlet_candidate")
+        except BaseException:  # noqa: BLE001 - SystemExit in a module body is an import error too
+            return {"ok": False, "code": "import_error", "detail": _tb()}
+        missing = [n for n in ("BACKEND", "solve") if not hasattr(module, n)]
+        if missing or not callable(module.solve):
+            return {"ok": False, "code": "import_error", "detail": f"solution lacks {missing or ['callable solve']}"}
+        if module.BACKEND != self.backend:
+            return {"ok": False, "code": "import_error",
+                    "detail": f"BACKEND is {module.BACKEND!r} at run time but {self.backend!r} in the source"}
+        self.solve = module.solve
+        changed = self.watch.changed() + self.snapshot.changes()
+        if changed:
+            return {"ok": False, "code": "tampering", "detail": "import changed: " + ", ".join(changed[:10])}
+        threads = self.snapshot.new_threads()
+        procs = guard.child_processes()
+        if threads or procs:
+            return {"ok": False, "code": "background_work",
+                    "detail": f"import left thread(s) {threads[:5]} / process(es) {procs[:5]} running"}
+        return {"ok": True, "kernels": _declared_kernels(module)}
+
+    # -- requests ------------------------------------------------------------------------------------------------
+    def handle(self, request: dict):
+        op = request.get("op")
+        handlers = {"case": self.run_case, "bench_setup": self.bench_setup, "bench_batch": self.bench_batch,
+                    "bench_spot": self.bench_spot, "bench_end": self.bench_end}
+        if op not in handlers or (self.role == "baseline" and op == "case"):
+            return {"ok": False, "code": "crash", "detail": f"unknown request {op!r} for a {self.role} worker"}, []
+        try:
+            header, blobs = handlers[op](request)
+        except BaseException:  # noqa: BLE001 - any failure of the candidate is a verdict, not a dead harness
+            return {"ok": False, "code": "crash", "detail": _tb()}, []
+        header["state"] = self.watch.changed() + self.snapshot.changes()
+        return header, blobs
+
+    def _inputs(self, request, seed):
+        from harness.inputs import make_inputs
+        spec = self.problem.dtype(request["dtype"])
+        return spec, make_inputs(self.problem, request["shape"], spec, seed, self.device)
+
+    def run_case(self, request: dict):
+        import torch
+
+        from harness.child import guard
+        from harness.child.profiling import CallProfiler
+        from harness.inputs import matmul_precision
+        spec, inputs = self._inputs(request, request["seed"])
+        cuda = self.device == "cuda"
+        threads = guard.live_threads()
+        if cuda:
+            torch.cuda.synchronize()
+        straggler_ms = 0.0
+        with CallProfiler(self.device) as prof, matmul_precision(spec), torch.no_grad():
+            with prof.call(0):
+                out = self.solve(*inputs)
+                if cuda:
+                    # The answer must be complete once the current stream gets there: it is read after a sync of
+                    # that stream alone. Work left on other streams shows as a slow device-wide sync afterwards.
+                    torch.cuda.current_stream().synchronize()
+                    t0 = time.perf_counter()
+                    torch.cuda.synchronize()
+                    straggler_ms = (time.perf_counter() - t0) * 1e3
+        background = guard.background_work(threads)
+        if straggler_ms > 1.0:
+            background = "; ".join(filter(None, [background, f"GPU work still running {straggler_ms:.1f} ms after "
+                                                             "solve returned (another stream?)"]))
+        header_meta = guard.describe_output(out, inputs)
+        payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None
+        tampering = self.watch.changed()
+        l2 = guard.l2_changed() if cuda else 0
+        if l2:
+            tampering.append(f"persisting L2 carve-out of {l2} bytes set (defeats the L2 flush)")
+            guard.reset_persisting_l2()
+        header = {"ok": True, "meta": header_meta, "input_digests": [protocol.digest(x) for x in inputs],
+                  "tampering": tampering, "background": background, "calls": prof.per_call(1),
+                  "all_threads": prof.all_threads}
+        if payload is None:
+            return header, []
+        guard.poison(out)
+        del out
+        if cuda:
+            torch.cuda.empty_cache()
+        header["wire"] = payload[0]
+        return header, [payload[1]]
+
+    # -- timing (harness.judge.bench schedules these) ---------------------------------------------------------
+    def _sides(self) -> dict:
+        if self.role == "candidate":
+            return {"candidate": self.solve}
+        return {label: module.solve for label, module in self.baselines.items()}
+
+    def bench_setup(self, request: dict):
+        import torch
+
+        from harness.child.timing import Bench
+        from harness.inputs import matmul_precision
+        self.bench_end({})
+        spec = self.problem.dtype(request["dtype"])
+        make = lambda seed: self._inputs(request, seed)[1]  # noqa: E731
+        sides, sets = {}, None
+        with matmul_precision(spec), torch.no_grad():
+            for label, fn in self._sides().items():
+                try:
+                    bench = Bench(fn, make, sets)
+                    sets = bench.sets                     # one pool of input sets per worker, shared by its sides
+                    probe = bench.warm()
+                except Exception as exc:  # noqa: BLE001 - a baseline this GPU or torch lacks is dropped, with why
+                    if self.role == "candidate":
+                        raise
+                    torch.cuda.synchronize()
+                    sides[label] = {"error": f"{type(exc).__name__}: {exc}"[:500]}
+                    continue
+                self.benches[label] = (bench, spec)
+                note = _describe(self.baselines[label], bench.sets[0]) if self.role == "baseline" else ""
+                sides[label] = dict(probe, note=note)
+        return {"ok": True, "sides": sides}, []
+
+    def bench_batch(self, request: dict):
+        import torch
+
+        from harness.child import guard
+        from harness.inputs import matmul_precision
+        bench, spec = self.benches[request["side"]]
+        threads = guard.live_threads()
+        with matmul_precision(spec), torch.no_grad():
+            result = bench.batch(int(request["calls"]), float(request["hold_ms"]), keep=self.role == "candidate")
+        result["background"] = guard.background_work(threads)
+        l2 = guard.l2_changed()
+        if l2:
+            result["background"] += f"; persisting L2 carve-out of {l2} bytes set"
+            guard.reset_persisting_l2()
+        return dict(result, ok=True), []
+
+    def bench_spot(self, request: dict):
+        from harness.child import guard
+        bench, _ = self.benches[request["side"]]
+        seed, out = bench.spot(int(request["index"]))
+        meta = guard.describe_output(out, tuple(x for s in bench.sets for x in s))
+        if not meta["is_tensor"]:
+            return {"ok": True, "seed": seed, "meta": meta}, []
+        wire, blob = protocol.tensor_to_wire(out)
+        return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
+
+    def bench_end(self, request: dict):
+        for bench, _ in self.benches.values():
+            bench.release()
+        self.benches = {}
+        if self.device == "cuda":
+            import torch
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        return {"ok": True}, []
+
+
+def _declared_kernels(module) -> list[str]:
+    """Names of the Triton kernels the candidate's module holds (JITFunction, under autotune/heuristics too): the
+    parent counts a GPU kernel of one of these names as the candidate's own."""
+    names = []
+    for value in list(vars(module).values()):
+        seen = 0
+        while value is not None and seen < 4:
+            if type(value).__name__ == "JITFunction" and hasattr(value, "fn"):
+                names.append(getattr(value.fn, "__name__", ""))
+                break
+            value, seen = getattr(value, "fn", None), seen + 1
+    return sorted({n for n in names if n})[:200]
+
+
+def _load_baselines(problem) -> dict:
+    from harness.discover import solutions_dir
+    from harness.problem import load_module
+    return {label: load_module(solutions_dir() / problem.id / f"{name}.py", f"gauntlet_baseline_{label}")
+            for label, name in problem.baselines.items()}
+
+
+def _describe(module, inputs) -> str:
+    """A baseline may say which path it takes (`describe(*inputs)` or a NOTE string), e.g. block-scaled
+    _scaled_mm versus dequantize-then-GEMM; the result records it beside the baseline's time."""
+    try:
+        describe = getattr(module, "describe", None)
+        return str(describe(*inputs)) if callable(describe) else str(getattr(module, "NOTE", ""))
+    except Exception as exc:  # noqa: BLE001
+        return f"describe() failed: {exc}"
+
+
+def _tb(limit: int = 4000) -> str:
+    text = traceback.format_exc()
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

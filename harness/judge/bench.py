@@ -1,0 +1,212 @@
+"""The timing schedule, run by the trusted parent: candidate and baselines in separate processes, in short rounds.
+
+Why two processes: a baseline timed inside the candidate's process can be slowed by anything the candidate does
+there (a patched torch function, an environment variable or torch switch set at import, a thread). The baselines
+run in a worker that never imported candidate code (role `baseline`), on the same GPU, with freshly seeded inputs
+of the same shape.
+
+One round = one short batch of timed calls per side, in a shuffled order. While one side's batch runs, the other
+worker is SIGSTOPped (its escaped processes too), so nothing of the candidate runs while a baseline is timed.
+Work the candidate might have left queued on the GPU before it was stopped would share the GPU with the baseline:
+the baseline worker times its L2 flush before every call and compares it with the flush time it measured at start-up,
+before any candidate existed (the quiet check). Rounds pair up the two sides close in time, so clock and thermal
+drift cancel in the ratio; the speedup's interval is a bootstrap over rounds (paired), not over two independent
+samples.
+
+Every timed call is a checked call: the profiler runs around each one, and the parent judges each call's kernels
+(harness.judge.kernels); after a batch it picks, with SystemRandom, whether and which of its calls to spot-check
+(outputs are kept until then, so the candidate cannot know which call will be checked).
+
+A second clock: the parent measures each batch's wall time from outside the child. Wall time per call minus the
+events' time is the same fixed overhead for every side (refill, flush, hold, sync); a candidate whose gap is
+larger than its baseline's reports less GPU time than its calls took (`tampering`).
+"""
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+from harness.gpu import HOLD_MIN_MS
+from harness.judge import kernels, replies, scoring
+from harness.judge.isolate import Child, ChildFailed
+from harness.reasons import Reason
+
+HOLD_CAP_MS = 50.0          # a launch slower than this on the host is the candidate's loss, not a longer hold
+CALLS_PER_BATCH = 5
+MIN_ROUNDS, MAX_ROUNDS = 6, 40
+SPOTS = 2                   # spot-checked timed calls per shape (outputs judged against the oracle)
+QUIET_FACTOR, QUIET_SLACK_MS = 2.0, 0.1
+CLOCK_SLACK_MS, CLOCK_FRACTION = 0.15, 0.10
+
+
+class TimingRejected(Exception):
+    def __init__(self, reasons: list[Reason]):
+        super().__init__("; ".join(r.detail for r in reasons))
+        self.reasons = reasons
+
+
+def _ask(active: Child, others: list[Child], request: dict, timeout: float, what: str, max_blob: int = 0):
+    """One request to `active` while every other worker is stopped. Returns (header, blobs, wall ms)."""
+    for other in others:
+        other.stop()
+    t0 = time.perf_counter()
+    header, blobs = active.request(request, timeout=timeout, what=what, max_blob=max_blob)
+    wall = (time.perf_counter() - t0) * 1e3
+    if not header.get("ok"):
+        raise ChildFailed(Reason(header.get("code", "crash") if header.get("code") == "crash" else "crash",
+                                 f"while timing: {str(header.get('detail', ''))[:3000]}"))
+    return header, blobs, wall
+
+
+class Schedule:
+    """Times one (dtype, shape): the candidate's worker against the baseline worker."""
+
+    def __init__(self, cand: Child, base: Child, labels: list[str], request: dict, timeout: float,
+                 declared: frozenset, custom: bool):
+        self.cand, self.base, self.labels = cand, base, labels
+        self.request, self.timeout = request, timeout
+        self.declared, self.custom = declared, custom
+        self.rng = random.SystemRandom()
+        self.quiet_ms = float(base.hello.get("quiet_ms") or 0.0)
+        self.samples: dict = {}            # label -> list of per-round dicts
+        self.notes: dict = {}
+        self.errors: dict = {}
+        self.reasons: list[Reason] = []
+        self.spots: list[tuple[int, dict, list]] = []
+
+    # -- set-up --------------------------------------------------------------------------------------------------
+    def setup(self) -> dict:
+        probes = {}
+        for child, labels in ((self.base, self.labels), (self.cand, ["candidate"])):
+            other = self.cand if child is self.base else self.base
+            header, _, _ = _ask(child, [other], dict(self.request, op="bench_setup"), self.timeout,
+                                f"warming up {labels}")
+            try:
+                sides = replies.setup(header, labels)
+            except replies.BadReply as exc:
+                raise TimingRejected([self._bad_reply(child, exc)]) from None
+            for label, side in sides.items():
+                if "error" in side:
+                    if child is self.cand:
+                        raise ChildFailed(Reason("crash", side["error"]))
+                    self.errors[label] = side["error"]
+                else:
+                    probes[label] = side
+                    self.notes[label] = str(side.get("note", ""))[:500]
+        return probes
+
+    def _bad_reply(self, child: Child, exc: Exception) -> Reason:
+        if child is self.base:
+            raise RuntimeError(f"the baseline worker sent a malformed reply: {exc}")   # a harness bug
+        return Reason("tampering", f"malformed timing reply from the candidate's process: {exc}")
+
+    # -- rounds --------------------------------------------------------------------------------------------------
+    def run(self, budget_s: float) -> None:
+        probes = self.setup()
+        sides = ["candidate"] + [label for label in self.labels if label in probes]
+        hold_ms = min(HOLD_CAP_MS, max(HOLD_MIN_MS, max(1.5 * probes[s]["host_ms"] + 0.2 for s in sides)))
+        per_call = {s: probes[s]["probe_ms"] + hold_ms + 1.0 for s in sides}
+        slowest = max(per_call.values())
+        calls = max(2, min(CALLS_PER_BATCH, int(200.0 / slowest)))
+        round_ms = sum(calls * per_call[s] + 20.0 for s in sides)
+        rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, int(budget_s * 1e3 / round_ms)))
+        spot_rounds = set(self.rng.sample(range(rounds), min(SPOTS, rounds)))
+        self.hold_ms, self.calls = hold_ms, calls
+        for r in range(rounds):
+            order = list(sides)
+            self.rng.shuffle(order)
+            for label in order:
+                self._batch(label, r, calls, hold_ms, spot=(label == "candidate" and r in spot_rounds))
+                if self.reasons:
+                    return
+
+    def _batch(self, label: str, r: int, calls: int, hold_ms: float, spot: bool) -> None:
+        child, other = (self.cand, self.base) if label == "candidate" else (self.base, self.cand)
+        request = {"op": "bench_batch", "side": label, "calls": calls, "hold_ms": hold_ms}
+        header, _, wall = _ask(child, [other], request, self.timeout, f"timing {label}")
+        try:
+            replies.batch(header, calls)
+        except replies.BadReply as exc:
+            self.reasons.append(self._bad_reply(child, exc))
+            return
+        self.samples.setdefault(label, []).append({
+            "round": r, "ms": header["ms"], "host_ms": header["host_ms"], "flush_ms": header["flush_ms"],
+            "wall_per_call": wall / calls, "calls": header["calls"]})
+        if label == "candidate":
+            self._check_candidate_batch(header, calls)
+            if spot and not self.reasons:
+                index = self.rng.randrange(calls)
+                self.spots.append((index, *self._spot(index)))
+        else:
+            self._check_quiet(label, header)
+
+    def _check_candidate_batch(self, header: dict, calls: int) -> None:
+        if header.get("state"):
+            self.reasons.append(Reason("tampering", "changed during timing: " + ", ".join(header["state"][:10])))
+        if header.get("background"):
+            self.reasons.append(Reason("background_work", f"during timing: {header['background']}"))
+        if self.custom:
+            for i, call in enumerate(header["calls"]):
+                found = kernels.call_problems(call, "cuda", self.declared, timed=True)
+                if found:
+                    self.reasons.append(Reason("forbidden_op", f"[timed call {i + 1} of a batch] {found[0]}"))
+                    return
+
+    def _check_quiet(self, label: str, header: dict) -> None:
+        """Work of the (stopped) candidate still on the GPU shares it with the baseline: the flush slows down."""
+        worst = max(header["flush_ms"])
+        if self.quiet_ms and worst > QUIET_FACTOR * self.quiet_ms + QUIET_SLACK_MS:
+            self.reasons.append(Reason("background_work", f"while baseline {label!r} was timed (the candidate's "
+                                       f"processes stopped) the GPU was busy: its L2 flush took {worst:.3f} ms, "
+                                       f"{self.quiet_ms:.3f} ms when idle: GPU work the candidate left queued"))
+
+    def _spot(self, index: int):
+        self.base.stop()
+        header, blobs = self.cand.request({"op": "bench_spot", "side": "candidate", "index": index},
+                                          timeout=self.timeout, what="returning a timed call's output",
+                                          max_blob=self.request["max_blob"])
+        if not header.get("ok"):
+            raise ChildFailed(Reason("crash", f"while returning a timed output: {header.get('detail')}"))
+        try:
+            replies.spot(header, len(blobs))
+        except replies.BadReply as exc:
+            self.reasons.append(self._bad_reply(self.cand, exc))
+            return {}, []
+        return header, blobs
+
+    def end(self) -> None:
+        for child in (self.cand, self.base):
+            if child.alive:
+                try:
+                    _ask(child, [], {"op": "bench_end"}, 60.0, "releasing timing buffers")
+                except ChildFailed:
+                    pass
+        self.cand.cont()
+        self.base.cont()
+
+    # -- figures -------------------------------------------------------------------------------------------------
+    def figures(self) -> dict:
+        """Per side: median GPU ms, median host launch ms, per-round medians; per baseline: speedup, paired CI."""
+        out = {}
+        for label, rounds in self.samples.items():
+            ms = [x for r in rounds for x in r["ms"]]
+            gaps = [r["wall_per_call"] - statistics.mean(r["ms"]) for r in rounds]
+            out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
+                          "calls": len(ms), "rounds": {r["round"]: r["ms"] for r in rounds},
+                          "clock_gap_ms": scoring.median(gaps),
+                          "kernels": kernels.summary([c for r in rounds for c in r["calls"]])}
+        return out
+
+    def second_clock(self, figs: dict) -> list[Reason]:
+        cand = figs["candidate"]
+        base_gaps = [f["clock_gap_ms"] for label, f in figs.items() if label != "candidate"]
+        if not base_gaps:
+            return []
+        allowed = min(base_gaps) + CLOCK_SLACK_MS + CLOCK_FRACTION * cand["ms"]
+        if cand["clock_gap_ms"] > allowed:
+            return [Reason("tampering", f"the parent's clock saw {cand['clock_gap_ms'] + cand['ms']:.3f} ms per timed "
+                                        f"call where the candidate's events report {cand['ms']:.3f} ms (the "
+                                        f"baseline's overhead per call is {min(base_gaps):.3f} ms): the events "
+                                        "under-report the GPU time")]
+        return []

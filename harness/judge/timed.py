@@ -1,0 +1,135 @@
+"""Timing one dtype of a candidate that passed: for each benchmark shape, the schedule (harness.judge.bench), the
+spot checks of timed calls, the physics floor and the second clock, then one timing entry for the record.
+"""
+from __future__ import annotations
+
+import torch
+
+from harness import protocol
+from harness.discover import UsageError, solutions_dir
+from harness.inputs import make_inputs
+from harness.judge import check, fuzz, scoring
+from harness.judge.bench import Schedule, TimingRejected
+from harness.judge.isolate import Child, ChildFailed
+from harness.judge.oracle import expected_for
+from harness.reasons import Reason
+
+# A custom kernel can beat cuBLAS, but not the hardware: allow this much above the ceilings measured in the run
+# (H100/H200 dense bf16 datasheet ~990 TFLOP/s vs ~780 measured: 1.27x; copy reaches ~90% of HBM bandwidth).
+ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
+
+
+def start_baseline_worker(problem, device: str) -> Child:
+    """The clean worker: the problem's baselines and nothing of any candidate. A baseline that cannot be loaded is
+    the problem author's error, named as such."""
+    for label, name in problem.baselines.items():
+        if not (solutions_dir() / problem.id / f"{name}.py").is_file():
+            raise UsageError(f"problem {problem.id}: baseline {label!r} names solution {name!r}, which does not exist")
+    try:
+        return Child(problem.id, None, "torch", device, role="baseline")
+    except ChildFailed as exc:
+        raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
+
+
+def time_dtype(judge, spec, opts, record) -> None:
+    problem = judge.problem
+    for bench in (opts.shapes or problem.benchmark)[:opts.max_shapes]:
+        shape = {d: bench[d] for d in problem.dims}
+        try:
+            entry, reasons = _time_shape(judge, spec, shape, opts, record)
+        except ChildFailed as exc:
+            record.reasons.append(Reason(exc.reason.code, f"while timing {shape}: {exc.reason.detail}").to_json())
+            return
+        entry.update(source=bench.get("source", ""), spot_check="fail" if reasons else "pass")
+        record.timings.append(entry)
+        record.reasons += [r.to_json() for r in reasons]
+        if reasons:
+            return
+
+
+def _time_shape(judge, spec, shape, opts, record):
+    problem = judge.problem
+    probe = expected_for(problem, make_inputs(problem, shape, spec, 0, judge.device), spec)
+    request = {"shape": shape, "dtype": spec.name, "max_blob": 8 * probe.oracle.numel() + 64}
+    del probe
+    schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
+                        timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,
+                        custom=judge.custom)
+    try:
+        schedule.run(opts.timing_budget_s)
+    except TimingRejected as exc:
+        schedule.reasons += exc.reasons
+    finally:
+        schedule.end()
+    if schedule.reasons or "candidate" not in schedule.samples:
+        return {"dtype": spec.name, "shape": shape, "baselines": {}}, schedule.reasons or \
+            [Reason("crash", f"no timed call of the candidate completed on {shape}")]
+    figs = schedule.figures()
+    entry = _entry(problem, spec, shape, figs, schedule, record, opts.peaks)
+    reasons = _spot_checks(judge, spec, shape, schedule.spots, record)
+    reasons += _physics(entry, opts.peaks) + schedule.second_clock(figs)
+    if judge.device == "cuda":
+        torch.cuda.empty_cache()
+    return entry, reasons
+
+
+def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
+    cand = figs["candidate"]
+    itemsize = spec.torch_dtype().itemsize
+    flops, nbytes = problem.flops(shape), problem.bytes(shape, itemsize, itemsize)
+    entry = {"dtype": spec.name, "shape": shape, "candidate_ms": cand["ms"], "candidate_host_ms": cand["host_ms"],
+             "mode": "held", "hold_ms": round(schedule.hold_ms, 3), "reps": cand["calls"],
+             "rounds": len(cand["rounds"]), "calls_per_batch": schedule.calls,
+             "clock_gap_ms": cand["clock_gap_ms"], "kernels": cand["kernels"][:8],
+             "tflops": flops / cand["ms"] / 1e9, "gbps": nbytes / cand["ms"] / 1e6, "baselines": {}}
+    peak = (peaks.get(spec.name) or {}).get("tflops")
+    entry["peak_fraction"] = entry["tflops"] / peak if peak else None
+    entry["bw_fraction"] = entry["gbps"] / peaks["copy_gbps"] if peaks.get("copy_gbps") else None
+    if schedule.errors:
+        entry["baseline_errors"] = dict(schedule.errors)
+    for label, side in figs.items():
+        if label == "candidate":
+            continue
+        entry["baselines"][label] = {
+            "ms": side["ms"], "speedup": side["ms"] / cand["ms"], "mode": "held",
+            "ci95": list(scoring.paired_speedup_ci(side["rounds"], cand["rounds"], seed=record.seed or 0)),
+            "tflops": flops / side["ms"] / 1e9, "note": schedule.notes.get(label, ""), "host_ms": side["host_ms"],
+            "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4]}
+    return entry
+
+
+def _spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
+    """Outputs of timed calls chosen after the fact are judged like any other: fast-and-wrong fails here."""
+    reasons = []
+    if not spots:
+        return [Reason("crash", f"no timed call on {shape} could be spot-checked")]
+    for index, header, blobs in spots:
+        if not header:
+            continue
+        inputs = make_inputs(judge.problem, shape, spec, header["seed"], judge.device)
+        expected = expected_for(judge.problem, inputs, spec)
+        found = check.structural_reasons(header["meta"], expected, judge.device)
+        if not found:
+            out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(judge.device)
+            found = check.value_reasons(out, expected, spec)
+        for r in found:
+            r.detail = f"[timed call, {spec.name} {shape}] {r.detail}"
+            r.repro = fuzz.repro(record, spec, shape, header["seed"])
+        reasons += found
+        del inputs, expected
+        if found:
+            break
+    return reasons
+
+
+def _physics(entry: dict, peaks: dict) -> list[Reason]:
+    reasons = []
+    peak = (peaks.get(entry["dtype"]) or {}).get("tflops")
+    if peak and entry["tflops"] > ROOFLINE_MARGIN["tflops"] * peak:
+        reasons.append(Reason("below_roofline", f"{entry['tflops']:.0f} TFLOP/s on {entry['shape']} is over "
+                                                f"{ROOFLINE_MARGIN['tflops']}x the {peak:.0f} measured on this GPU"))
+    bw = peaks.get("copy_gbps")
+    if bw and entry["gbps"] > ROOFLINE_MARGIN["gbps"] * bw:
+        reasons.append(Reason("below_roofline", f"{entry['gbps']:.0f} GB/s on {entry['shape']} is over "
+                                                f"{ROOFLINE_MARGIN['gbps']}x the {bw:.0f} GB/s device copy"))
+    return reasons
