@@ -80,12 +80,17 @@ def _is_code(value) -> bool:
 
 
 def _module_functions(prefix: str):
+    """Module-level callables of matching modules, and the code of the classes they define (methods,
+    properties): replacing Bench.batch leaves the class object itself the same."""
     out = []
     for name, mod in list(sys.modules.items()):
         if name.startswith(prefix) and isinstance(mod, types.ModuleType):
             for attr, value in list(vars(mod).items()):
                 if callable(value):
                     out.append((f"{name}.{attr}", mod, attr))
+                if isinstance(value, type) and value.__module__ == name:
+                    out += [(f"{name}.{attr}.{m}", value, m) for m, v in list(vars(value).items())
+                            if _is_code(v) and (not m.startswith("__") or m in ("__init__", "__call__"))]
     return out
 
 

@@ -5,18 +5,16 @@ The profiler is not a dispatch mode (a candidate cannot pop it from its own call
 every call the harness makes to a candidate, correctness and timed alike, and around every timed baseline call, so
 a candidate cannot tell checked calls from timed ones by it, and both sides of a ratio carry the same cost.
 
-Each call is marked by a `gauntlet::call` range; after the profile stops, every GPU kernel whose execution overlaps
-a call's range, and every aten op whose CPU time does, belongs to that call (any stream, any thread). The child
-only collects names and durations: the parent (`harness.judge.kernels`) decides what is allowed.
+One profiler session covers exactly one call (from just before the call to a device-wide sync after it), so every
+GPU kernel and every aten op the session saw belongs to that call, whatever stream or thread ran it: no clock
+alignment between CPU and GPU timestamps is needed. The child only collects names and durations: the parent
+(`harness.judge.kernels`) decides what is allowed.
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import ProfilerActivity, profile
 
-CALL_MARK = "gauntlet::call#"
 LAUNCH_MARK = "gauntlet::launch::"      # Triton interpreter launches (see harness.backends.triton_interpreter)
 HOLD_KERNEL = "spin_kernel"             # torch.cuda._sleep: the harness's stream hold before a timed call
 
@@ -29,7 +27,7 @@ def _config():
 
 
 class CallProfiler:
-    """One profiler session around a request's calls; `call(i)` marks call i."""
+    """One profiler session around one call."""
 
     def __init__(self, device: str):
         self.cuda = device == "cuda"
@@ -50,35 +48,18 @@ class CallProfiler:
             self.events = list(self.prof.profiler.kineto_results.events())
         return False
 
-    @staticmethod
-    @contextlib.contextmanager
-    def call(i: int):
-        with record_function(f"{CALL_MARK}{i}"):
-            yield
-
-    def per_call(self, n: int) -> list[dict]:
-        """For calls 0..n-1: {"kernels": [[name, µs], ...], "ops": [aten op names], "launches": [names]}."""
-        windows, gpu, cpu, launches = {}, [], [], []
+    def observed(self) -> dict:
+        """{"kernels": [[name, µs], ...], "ops": [aten op names], "launches": [kernel names], "marked": True}."""
+        gpu, cpu, launches = [], [], []
         for e in self.events or []:
             name = e.name()
-            if name.startswith(CALL_MARK):
-                windows[int(name[len(CALL_MARK):])] = (e.start_ns(), e.end_ns())
-            elif name.startswith(LAUNCH_MARK):
+            if name.startswith(LAUNCH_MARK):
                 launches.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name[len(LAUNCH_MARK):]))
             elif e.device_type() != torch.autograd.DeviceType.CPU:
-                gpu.append((e.start_ns(), e.end_ns(), name))
+                gpu.append([name, (e.end_ns() - e.start_ns()) / 1e3])
             elif name.startswith("aten::"):
                 cpu.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name))
-        out = []
-        for i in range(n):
-            lo, hi = windows.get(i, (None, None))
-            if lo is None:
-                out.append({"kernels": [], "ops": [], "launches": [], "marked": False})
-                continue
-            kernels = [[k, (b - a) / 1e3] for a, b, k in gpu if a < hi and b > lo]
-            inside = [(a, b, t, k) for a, b, t, k in launches if a < hi and b > lo]
-            # ops run by the interpreter inside one of the candidate's own launches are the kernel's, not glue
-            ops = sorted({k for a, b, t, k in cpu if a < hi and b > lo
-                          and not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in inside)})
-            out.append({"kernels": kernels, "ops": ops, "launches": [k for *_, k in inside], "marked": True})
-        return out
+        # ops run by the interpreter inside one of the candidate's own launches are the kernel's, not glue
+        ops = sorted({k for a, b, t, k in cpu
+                      if not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in launches)})
+        return {"kernels": gpu, "ops": ops, "launches": [k for *_, k in launches], "marked": self.events is not None}

@@ -9,8 +9,9 @@ host's launch latency (Triton's Python launcher costs more than cuBLAS's); the h
 apart and reported as its own figure. The same method at every size: no threshold for a shape to straddle.
 
 Every call runs inside the profiler (harness.child.profiling), so the parent sees which kernels each timed call
-ran. Outputs of the last batch are kept until the next request so the parent can choose, after the fact, which
-ones to check (`spot`); then they are poisoned and freed.
+ran. Every output of a batch stays alive until the batch ends, on both sides (so the allocator behaves the same);
+the candidate's are kept until the next request so the parent can choose, after the fact, which ones to check
+(`spot`); then they are poisoned and freed.
 """
 from __future__ import annotations
 
@@ -56,36 +57,35 @@ class Bench:
     def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda") -> dict:
         """`calls` timed calls in one profiler session. Keeps the outputs (for spot checks) when asked."""
         self.release()
-        ms, host, flush_ms, seeds, outs = [], [], [], [], []
-        with CallProfiler(device) as prof:
-            for i in range(calls):
-                k = self.rng.randrange(len(self.sets))
-                seeds.append(self.refill(k))
-                guard.reset_persisting_l2()
-                f0, f1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                f0.record()
-                self.flush()
-                f1.record()
+        ms, host, flush_ms, seeds, outs, seen = [], [], [], [], [], []
+        for _ in range(calls):
+            k = self.rng.randrange(len(self.sets))
+            seeds.append(self.refill(k))
+            guard.reset_persisting_l2()
+            f0, f1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            f0.record()
+            self.flush()
+            f1.record()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            with CallProfiler(device) as prof:
+                hold(hold_ms)
+                start.record()
+                t0 = time.perf_counter()
+                out = self.fn(*self.sets[k])
+                host.append((time.perf_counter() - t0) * 1e3)
+                end.record()
                 torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                with prof.call(i):
-                    hold(hold_ms)
-                    start.record()
-                    t0 = time.perf_counter()
-                    out = self.fn(*self.sets[k])
-                    host.append((time.perf_counter() - t0) * 1e3)
-                    end.record()
-                    torch.cuda.synchronize()
-                ms.append(start.elapsed_time(end))
-                flush_ms.append(f0.elapsed_time(f1))
-                if keep:
-                    outs.append(out)
-                else:
-                    guard.poison(out)
-                del out
-        self.kept = list(zip(seeds, outs))
-        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": prof.per_call(calls),
-                "all_threads": prof.all_threads}
+            seen.append(prof.observed())
+            ms.append(start.elapsed_time(end))
+            flush_ms.append(f0.elapsed_time(f1))
+            outs.append(out)          # kept on both sides alike (the allocator then behaves the same for both)
+            del out
+        self.kept = list(zip(seeds, outs)) if keep else []
+        if not keep:
+            for out in outs:
+                guard.poison(out)
+        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "all_threads": prof.all_threads}
 
     def spot(self, index: int):
         """(seed, output) of call `index` of the last batch."""

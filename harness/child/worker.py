@@ -69,7 +69,7 @@ class Session:
                 hello["quiet_ms"] = held_ms(flush, flush, n=21)
                 del flush
         from harness.child.profiling import CallProfiler
-        with CallProfiler(self.device) as prof, prof.call(0):
+        with CallProfiler(self.device):
             torch.zeros(1, device=self.device).add_(1)    # the profiler's lazy set-up (env, threads) happens now
         self.snapshot = state.Snapshot()
         self.watch = guard.TamperWatch()
@@ -132,16 +132,15 @@ class Session:
         if cuda:
             torch.cuda.synchronize()
         straggler_ms = 0.0
-        with CallProfiler(self.device) as prof, matmul_precision(spec), torch.no_grad():
-            with prof.call(0):
-                out = self.solve(*inputs)
-                if cuda:
-                    # The answer must be complete once the current stream gets there: it is read after a sync of
-                    # that stream alone. Work left on other streams shows as a slow device-wide sync afterwards.
-                    torch.cuda.current_stream().synchronize()
-                    t0 = time.perf_counter()
-                    torch.cuda.synchronize()
-                    straggler_ms = (time.perf_counter() - t0) * 1e3
+        with matmul_precision(spec), torch.no_grad(), CallProfiler(self.device) as prof:
+            out = self.solve(*inputs)
+            if cuda:
+                # The answer must be complete once the current stream gets there: it is read after a sync of
+                # that stream alone. Work left on other streams shows as a slow device-wide sync afterwards.
+                torch.cuda.current_stream().synchronize()
+                t0 = time.perf_counter()
+                torch.cuda.synchronize()
+                straggler_ms = (time.perf_counter() - t0) * 1e3
         background = guard.background_work(threads)
         if straggler_ms > 1.0:
             background = "; ".join(filter(None, [background, f"GPU work still running {straggler_ms:.1f} ms after "
@@ -154,7 +153,7 @@ class Session:
             tampering.append(f"persisting L2 carve-out of {l2} bytes set (defeats the L2 flush)")
             guard.reset_persisting_l2()
         header = {"ok": True, "meta": header_meta, "input_digests": [protocol.digest(x) for x in inputs],
-                  "tampering": tampering, "background": background, "calls": prof.per_call(1),
+                  "tampering": tampering, "background": background, "calls": [prof.observed()],
                   "all_threads": prof.all_threads}
         if payload is None:
             return header, []

@@ -113,7 +113,10 @@ class Schedule:
         rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, int(budget_s * 1e3 / round_ms)))
         spot_rounds = set(self.rng.sample(range(rounds), min(SPOTS, rounds)))
         self.hold_ms, self.calls = hold_ms, calls
+        deadline = time.monotonic() + budget_s
         for r in range(rounds):
+            if r >= MIN_ROUNDS and time.monotonic() > deadline:
+                break          # the estimate above leaves out per-call overheads (profiler, refill): wall time rules
             order = list(sides)
             self.rng.shuffle(order)
             for label in order:

@@ -17,7 +17,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from harness import backends, protocol
 from harness.judge import audit, check, fuzz, kernels, replies, scoring, timed
-from harness.child.guard import digest
+from harness.protocol import digest
 from harness.discover import ROOT, SolutionInfo, UsageError, solutions_dir
 from harness.judge.isolate import Child, ChildFailed
 from harness.inputs import make_inputs
@@ -100,7 +100,7 @@ class Judge:
             raise Abort(Reason("tampering", f"malformed reply from the candidate's process: {exc}")) from None
         self.kernels.setdefault(spec.name, kernels.summary(header["calls"]))     # what ran, for the record
         key = (spec.name, tuple(sorted(shape.items())))
-        reasons = self._guard_reasons(header, inputs, expected)
+        reasons = self._guard_reasons(header, inputs, expected, shape)
         reasons += check.structural_reasons(header["meta"], expected, self.device)
         if not reasons:
             out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(self.device)
@@ -119,13 +119,15 @@ class Judge:
             return False
         return any(k == key and check.matches(out, old, spec) for k, old in self.history)
 
-    def _guard_reasons(self, header: dict, inputs: tuple, expected) -> list[Reason]:
+    def _guard_reasons(self, header: dict, inputs: tuple, expected, shape: dict) -> list[Reason]:
         reasons = []
         changed = header.get("tampering", []) + header.get("state", [])
         if changed:
             reasons.append(Reason("tampering", "changed during solve: " + ", ".join(changed[:10])))
         if self.custom:
-            need_own = expected.oracle.numel() > 0 and (self.device == "cuda" or self.child.backend == "triton")
+            # An empty product (K=0, say) has nothing to compute: a fill is a right answer, not a borrowed one.
+            need_own = expected.oracle.numel() > 0 and self.problem.flops(shape) > 0 and (
+                self.device == "cuda" or self.child.backend == "triton")
             found = kernels.call_problems(header["calls"][0], self.device, self.declared, timed=False,
                                           need_own=need_own)
             if found:

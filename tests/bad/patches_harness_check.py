@@ -1,14 +1,13 @@
 """Known-bad: imports the harness's own checker inside the child and replaces harness.judge.check.value_reasons (and
 matches) with functions that accept anything, then returns zeros. The verdict is computed in the parent process,
-whose harness.judge.check is untouched, so the patch cannot make the zeros pass; it is still tampering, and the in-child
-watch should say so. Today the watch only snapshots harness modules already imported when it starts, and
-harness.judge.check is first imported later (by harness.oracle, on the first call), so only the mismatch is reported.
-Expected: tampering."""
+whose harness.judge.check is untouched, so the patch cannot make the zeros pass. Since the judge/child split the child
+never imports harness.judge at all: the candidate patches a copy only it uses, and the zeros are judged for what they
+are. Expected: mismatch."""
 import harness.judge.check
 import torch
 
 BACKEND = "torch"
-EXPECTED = "tampering"
+EXPECTED = "mismatch"
 DEVICE = "cpu"
 
 harness.judge.check.value_reasons = lambda *args, **kwargs: []

@@ -1,0 +1,217 @@
+"""The parent's timing judgement, on the CPU: the round schedule against scripted workers, the reply schema, the
+kernel/op allowlist, the quiet check, the second clock and the paired interval. All pure functions of headers (the
+GPU behaviour itself is exercised by the `gpu` corpus fixtures and scripts/trust_check.py)."""
+import math
+import random
+
+import pytest
+
+from harness.judge import bench, kernels, replies, scoring, timed
+from harness.judge.bench import Schedule
+from harness.reasons import Reason
+
+CUBLAS = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+GLUE = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
+SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, float, float>"
+HOLD = "at::cuda::(anonymous namespace)::spin_kernel(long)"
+
+
+def _call(*kernels_, ops=(), launches=()):
+    return {"kernels": [list(k) for k in kernels_], "ops": list(ops), "launches": list(launches), "marked": True}
+
+
+# --- the allowlist ---------------------------------------------------------------------------------------------
+
+def test_own_triton_kernel_with_glue_passes():
+    call = _call((HOLD, 1000.0), ("_gemm_kernel", 180.0), (GLUE, 3.0))
+    assert kernels.call_problems(call, "cuda", frozenset({"_gemm_kernel"}), timed=True) == []
+
+
+def test_library_kernel_in_any_call_is_named():
+    found = kernels.call_problems(_call(("_gemm_kernel", 10.0), (CUBLAS, 100.0)), "cuda", frozenset(), timed=False)
+    assert found and "nvjet_sm90" in found[0]
+
+
+def test_torch_kernel_that_is_not_glue_is_refused():
+    found = kernels.call_problems(_call(("_qk_kernel", 50.0), (SOFTMAX, 5.0)), "cuda", frozenset(), timed=False)
+    assert found and "cunn_SoftMaxForward" in found[0]
+
+
+def test_glue_only_call_has_no_kernel_of_its_own():
+    found = kernels.call_problems(_call((HOLD, 1000.0), (GLUE, 50.0)), "cuda", frozenset(), timed=False)
+    assert found == [f for f in found if "no kernel of the candidate's own" in f] and found
+
+
+def test_glue_taking_most_of_a_timed_call_is_refused_but_not_in_a_correctness_call():
+    call = _call(("_tiny_kernel", 2.0), (GLUE, 400.0))
+    assert kernels.call_problems(call, "cuda", frozenset(), timed=False) == []
+    assert "torch glue kernels took" in kernels.call_problems(call, "cuda", frozenset(), timed=True)[0]
+
+
+def test_declared_triton_name_that_looks_like_a_library_is_still_own():
+    assert kernels.own_kernel("_grouped_gemm_kernel", frozenset({"_grouped_gemm_kernel"}))
+    assert not kernels.own_kernel("cutlass_80_tensorop_s16816gemm", frozenset({"cutlass_80_tensorop_s16816gemm"}))
+
+
+def test_a_second_spin_kernel_is_not_the_harness_hold():
+    call = _call((HOLD, 1000.0), (HOLD, 5000.0), ("_gemm_kernel", 100.0))
+    assert kernels.call_problems(call, "cuda", frozenset(), timed=True)
+
+
+def test_cpu_ops_outside_the_allowlist_and_missing_launches():
+    assert kernels.call_problems(_call(ops=["aten::mm", "aten::empty"]), "cpu", frozenset(), timed=False)[0] \
+        .startswith("aten op(s) outside the allowlist ran: aten::mm")
+    assert "Triton interpreter saw none" in kernels.call_problems(_call(ops=["aten::mul", "aten::sum"]), "cpu",
+                                                                   frozenset(), timed=False)[0]
+    ok = _call(ops=["aten::empty", "aten::copy_"], launches=["_gemm_kernel"])
+    assert kernels.call_problems(ok, "cpu", frozenset(), timed=False) == []
+
+
+# --- the reply schema ------------------------------------------------------------------------------------------
+
+def _batch_header(n=3):
+    return {"ok": True, "ms": [0.2] * n, "host_ms": [0.05] * n, "flush_ms": [0.03] * n,
+            "calls": [_call(("_k", 1.0)) for _ in range(n)], "background": "", "state": []}
+
+
+@pytest.mark.parametrize("corrupt", [
+    lambda h: h.update(ms=[0.2, float("nan"), 0.2]),
+    lambda h: h.update(ms=[0.2, -1.0, 0.2]),
+    lambda h: h.update(ms=[0.2, 0.2]),
+    lambda h: h.update(ms="fast"),
+    lambda h: h.update(calls=h["calls"][:2]),
+    lambda h: h["calls"][0].update(kernels=[["x"]]),
+    lambda h: h["calls"][1].update(marked=False),
+    lambda h: h.update(host_ms=[True, 0.1, 0.1]),
+])
+def test_malformed_batch_reply_is_refused(corrupt):
+    header = _batch_header()
+    replies.batch(header, 3)
+    corrupt(header)
+    with pytest.raises(replies.BadReply):
+        replies.batch(header, 3)
+
+
+def test_case_reply_needs_a_wire_that_matches_its_meta():
+    meta = {"is_tensor": True, "dtype": "float32", "shape": [2, 2], "device": "cpu", "device_type": "cpu",
+            "stride": [2, 1], "aliases_input": ""}
+    header = {"meta": meta, "wire": {"dtype": "float32", "shape": [2, 2]}, "input_digests": ["a", "b"],
+              "calls": [_call()], "tampering": [], "state": [], "background": ""}
+    replies.case(header, 1, 2)
+    with pytest.raises(replies.BadReply):
+        replies.case(dict(header, wire={"dtype": "float32", "shape": [4, 4]}), 1, 2)
+    with pytest.raises(replies.BadReply):
+        replies.case(header, 2, 2)
+    with pytest.raises(replies.BadReply):
+        replies.case(dict(header, input_digests=["a"]), 1, 2)
+
+
+# --- the schedule, against scripted workers --------------------------------------------------------------------
+
+class FakeWorker:
+    """Answers bench requests with given per-call times; logs which workers were stopped during each request."""
+
+    def __init__(self, name, ms, log, quiet_ms=0.03, flush_ms=0.03, kernel="_gemm_kernel", gap_ms=1.5):
+        self.name, self.ms, self.log = name, ms, log
+        self.hello = {"ok": True, "quiet_ms": quiet_ms}
+        self.flush_ms, self.kernel, self.gap_ms = flush_ms, kernel, gap_ms
+        self.stopped, self.alive, self.peer = False, True, None
+        self.kept = 0
+
+    def stop(self):
+        self.stopped = True
+
+    def cont(self):
+        self.stopped = False
+
+    def request(self, header, timeout, what, max_blob=0):
+        self.cont()
+        op = header["op"]
+        self.log.append((self.name, op, self.peer.stopped))
+        if op == "bench_setup":
+            labels = ["candidate"] if self.name == "cand" else ["cublas"]
+            return {"ok": True, "sides": {label: {"probe_ms": self.ms, "host_ms": 0.05, "quiet_ms": 0.03,
+                                                  "note": ""} for label in labels}}, []
+        if op == "bench_batch":
+            n = header["calls"]
+            rng = random.Random(len(self.log))
+            ms = [self.ms * (1 + 0.01 * rng.uniform(-1, 1)) for _ in range(n)]
+            hdr = {"ok": True, "ms": ms, "host_ms": [0.05] * n, "flush_ms": [self.flush_ms] * n,
+                   "calls": [_call((HOLD, 1000.0), (self.kernel, self.ms * 1e3)) for _ in range(n)],
+                   "background": "", "state": []}
+            # Let the parent's clock see this batch take the events' time plus a fixed overhead.
+            import time
+            time.sleep(n * (self.ms + self.gap_ms) / 1e3)
+            return hdr, []
+        if op == "bench_spot":
+            return {"ok": True, "seed": 7, "meta": {"is_tensor": False, "type": "x"}}, []
+        return {"ok": True}, []
+
+
+def _schedule(cand_ms=0.2, base_ms=0.25, **cand_kw):
+    log = []
+    cand = FakeWorker("cand", cand_ms, log, **cand_kw)
+    base = FakeWorker("base", base_ms, log)
+    cand.peer, base.peer = base, cand
+    s = Schedule(cand, base, ["cublas"], {"shape": {}, "dtype": "bfloat16", "max_blob": 64}, timeout=5.0,
+                 declared=frozenset({"_gemm_kernel"}), custom=True)
+    return s, log
+
+
+def test_schedule_interleaves_rounds_with_the_other_side_stopped():
+    s, log = _schedule()
+    s.run(budget_s=0.2)
+    s.end()
+    batches = [(who, stopped) for who, op, stopped in log if op == "bench_batch"]
+    assert len(batches) >= 2 * bench.MIN_ROUNDS
+    assert all(stopped for _, stopped in batches), "a side was timed while the other was running"
+    assert {who for who, _ in batches[:2 * bench.MIN_ROUNDS]} == {"cand", "base"}
+    assert len(s.spots) == bench.SPOTS and not s.reasons
+    figs = s.figures()
+    assert math.isclose(figs["cublas"]["ms"] / figs["candidate"]["ms"], 1.25, rel_tol=0.02)
+    assert s.second_clock(figs) == []
+
+
+def test_candidate_running_a_library_kernel_in_timed_calls_is_forbidden():
+    s, _ = _schedule(kernel=CUBLAS)
+    s.run(budget_s=0.2)
+    assert [r.code for r in s.reasons] == ["forbidden_op"]
+
+
+def test_events_that_under_report_are_caught_by_the_parents_clock():
+    s, _ = _schedule(gap_ms=1.5 + 2.0)        # 2 ms per call more than the events admit
+    s.run(budget_s=0.2)
+    figs = s.figures()
+    assert [r.code for r in s.second_clock(figs)] == ["tampering"]
+
+
+def test_quiet_check_flags_a_busy_gpu_during_baseline_timing():
+    s, _ = _schedule()
+    s.base.flush_ms = 5.0          # the baseline's flush crawls: something else is on the GPU
+    s.run(budget_s=0.2)
+    assert [r.code for r in s.reasons] == ["background_work"]
+
+
+# --- the interval and the floor --------------------------------------------------------------------------------
+
+def test_paired_interval_contains_the_ratio_and_cancels_shared_drift():
+    rng = random.Random(0)
+    base, cand = {}, {}
+    for r in range(30):
+        drift = 1 + 0.05 * math.sin(r)           # both sides slow down together in some rounds
+        base[r] = [1.0 * drift * (1 + 0.002 * rng.gauss(0, 1)) for _ in range(5)]
+        cand[r] = [0.5 * drift * (1 + 0.002 * rng.gauss(0, 1)) for _ in range(5)]
+    lo, hi = scoring.paired_speedup_ci(base, cand)
+    assert lo <= 2.0 <= hi and hi - lo < 0.1
+
+
+def test_physics_rejects_a_time_faster_than_the_hardware():
+    entry = {"dtype": "bfloat16", "shape": {"M": 1}, "tflops": 2000.0, "gbps": 10.0}
+    assert [r.code for r in timed._physics(entry, {"bfloat16": {"tflops": 780.0}, "copy_gbps": 3000.0})] == \
+        ["below_roofline"]
+    assert timed._physics(dict(entry, tflops=700.0), {"bfloat16": {"tflops": 780.0}}) == []
+
+
+def test_reason_codes_used_by_the_schedule_exist():
+    for code in ("tampering", "background_work", "forbidden_op", "below_roofline"):
+        Reason(code, "x")
