@@ -125,7 +125,9 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="one shape, fewer steps")
     p.add_argument("--skip", action="append", default=[], help="steps to skip: honest, self, independent, "
                                                                  "tricks, before")
+    p.add_argument("--trick", action="append", help="judge only these trick fixtures (default: all)")
     args = p.parse_args()
+    tricks = args.trick or TRICKS
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     import torch
@@ -142,12 +144,12 @@ def main() -> int:
     if "independent" not in args.skip:
         emit(out, {"step": "independent", "rows": independent(shapes)})
     if "tricks" not in args.skip:
-        for name in TRICKS:
+        for name in tricks:
             emit(out, {"step": "trick", "name": name, **judge(_fixture(name),
                                                                 SHAPES[:1], peaks, budget=4.0)})
     if args.before and "before" not in args.skip:
         tree = Path(args.before).resolve()
-        for name in ["triton_tiled"] + TRICKS:
+        for name in ["triton_tiled"] + tricks:
             path = "triton_tiled" if name == "triton_tiled" else _fixture(name)
             emit(out, {"step": "before", "name": name, **before(tree, path)})
     table(out)

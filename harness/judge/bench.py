@@ -18,8 +18,8 @@ Every timed call is a checked call: the profiler runs around each one, and the p
 (outputs are kept until then, so the candidate cannot know which call will be checked).
 
 A second clock: the parent measures each batch's wall time from outside the child. Wall time per call minus the
-events' time is the same fixed overhead for every side (refill, flush, hold, sync); a candidate whose gap is
-larger than its baseline's reports less GPU time than its calls took (`tampering`).
+events' time is about the same overhead for every side (refill, flush, hold, profiler, sync); a candidate whose
+gap is much larger than its baseline's reports less GPU time than its calls took (`tampering`).
 """
 from __future__ import annotations
 
@@ -37,7 +37,10 @@ CALLS_PER_BATCH = 5
 MIN_ROUNDS, MAX_ROUNDS = 6, 40
 SPOTS = 2                   # spot-checked timed calls per shape (outputs judged against the oracle)
 QUIET_FACTOR, QUIET_SLACK_MS = 2.0, 0.1
-CLOCK_SLACK_MS, CLOCK_FRACTION = 0.15, 0.10
+# The second clock's tolerance. Per call the parent also sees refill, flush, hold and a profiler session start and
+# stop, ~7 ms on an H100, and that overhead differed by up to 2 ms per call between two workers running the same
+# code (baseline against itself): so it bounds gross under-reporting only (see README, threat model).
+CLOCK_SLACK_MS, CLOCK_OVERHEAD_SHARE, CLOCK_FRACTION = 0.5, 0.5, 0.10
 
 
 class TimingRejected(Exception):
@@ -206,7 +209,8 @@ class Schedule:
         base_gaps = [f["clock_gap_ms"] for label, f in figs.items() if label != "candidate"]
         if not base_gaps:
             return []
-        allowed = min(base_gaps) + CLOCK_SLACK_MS + CLOCK_FRACTION * cand["ms"]
+        base_gap = min(base_gaps)
+        allowed = base_gap + max(CLOCK_SLACK_MS, CLOCK_OVERHEAD_SHARE * base_gap) + CLOCK_FRACTION * cand["ms"]
         if cand["clock_gap_ms"] > allowed:
             return [Reason("tampering", f"the parent's clock saw {cand['clock_gap_ms'] + cand['ms']:.3f} ms per timed "
                                         f"call where the candidate's events report {cand['ms']:.3f} ms (the "
