@@ -94,7 +94,8 @@ def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
             "ms": side["ms"], "speedup": side["ms"] / cand["ms"], "mode": "held",
             "ci95": list(scoring.paired_speedup_ci(side["rounds"], cand["rounds"], seed=record.seed or 0)),
             "tflops": flops / side["ms"] / 1e9, "note": schedule.notes.get(label, ""), "host_ms": side["host_ms"],
-            "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4]}
+            "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4],
+            "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
     return entry
 
 
