@@ -15,6 +15,7 @@ the candidate's are kept until the next request so the parent can choose, after 
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
 import time
@@ -54,8 +55,10 @@ class Bench:
         return {"probe_ms": statistics.median(probe["ms"]), "host_ms": max(probe["host_ms"]),
                 "quiet_ms": statistics.median(probe["flush_ms"])}
 
-    def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda") -> dict:
-        """`calls` timed calls in one profiler session. Keeps the outputs (for spot checks) when asked."""
+    def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda", profile: bool = True) -> dict:
+        """`calls` timed calls, each in a profiler session of its own. Keeps the outputs (for spot checks) when
+        asked. `profile=False` is for measuring the profiler's own effect (scripts/timing_probe.py), never used by
+        the worker."""
         self.release()
         ms, host, flush_ms, seeds, outs, seen = [], [], [], [], [], []
         for _ in range(calls):
@@ -68,7 +71,7 @@ class Bench:
             f1.record()
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            with CallProfiler(device) as prof:
+            with (CallProfiler(device) if profile else contextlib.nullcontext()) as prof:
                 hold(hold_ms)
                 start.record()
                 t0 = time.perf_counter()
@@ -76,7 +79,7 @@ class Bench:
                 host.append((time.perf_counter() - t0) * 1e3)
                 end.record()
                 torch.cuda.synchronize()
-            seen.append(prof.observed())
+            seen.append(prof.observed() if profile else {})
             ms.append(start.elapsed_time(end))
             flush_ms.append(f0.elapsed_time(f1))
             outs.append(out)          # kept on both sides alike (the allocator then behaves the same for both)
@@ -85,7 +88,8 @@ class Bench:
         if not keep:
             for out in outs:
                 guard.poison(out)
-        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "all_threads": prof.all_threads}
+        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen,
+                "all_threads": prof.all_threads if profile else None}
 
     def spot(self, index: int):
         """(seed, output) of call `index` of the last batch."""
