@@ -61,6 +61,7 @@ class Bench:
         the worker."""
         self.release()
         ms, host, flush_ms, seeds, outs, seen = [], [], [], [], [], []
+        prof = None
         for _ in range(calls):
             k = self.rng.randrange(len(self.sets))
             seeds.append(self.refill(k))
@@ -89,7 +90,7 @@ class Bench:
             for out in outs:
                 guard.poison(out)
         return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen,
-                "all_threads": prof.all_threads if profile else None}
+                "all_threads": prof.all_threads if prof is not None else None}
 
     def spot(self, index: int):
         """(seed, output) of call `index` of the last batch."""
