@@ -108,10 +108,12 @@ def call_problems(call: dict, device: str, declared: frozenset, timed: bool, nee
 
 
 def summary(calls: list[dict]) -> list[str]:
-    """Distinct kernel names across calls, for the record (what actually ran)."""
+    """Distinct kernel names across calls, for the record (what actually ran); on the CPU, the Triton
+    interpreter's launches."""
     names = []
     for call in calls:
-        for name, _ in call.get("kernels", []):
+        seen = [name for name, _ in call.get("kernels", [])] + [f"{n} (interpreted)" for n in call.get("launches", [])]
+        for name in seen:
             if HOLD_KERNEL not in name and name not in names:
                 names.append(name)
     return names[:20]
