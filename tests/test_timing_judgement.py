@@ -113,6 +113,8 @@ class FakeWorker:
 
     def __init__(self, name, ms, log, quiet_ms=0.03, flush_ms=0.03, kernel="_gemm_kernel", gap_ms=1.5):
         self.name, self.ms, self.log = name, ms, log
+        self.role = "candidate" if name == "cand" else "baseline"
+        self.fail_batches = False
         self.hello = {"ok": True, "quiet_ms": quiet_ms}
         self.flush_ms, self.kernel, self.gap_ms = flush_ms, kernel, gap_ms
         self.stopped, self.alive, self.peer = False, True, None
@@ -132,6 +134,8 @@ class FakeWorker:
             labels = ["candidate"] if self.name == "cand" else ["cublas"]
             return {"ok": True, "sides": {label: {"probe_ms": self.ms, "host_ms": 0.05, "quiet_ms": 0.03,
                                                   "note": ""} for label in labels}}, []
+        if op == "bench_batch" and self.fail_batches:
+            return {"ok": False, "code": "crash", "detail": "CUBLAS_STATUS_NOT_SUPPORTED"}, []
         if op == "bench_batch":
             n = header["calls"]
             rng = random.Random(len(self.log))
@@ -190,6 +194,14 @@ def test_quiet_check_flags_a_busy_gpu_during_baseline_timing():
     s.base.flush_ms = 5.0          # the baseline's flush crawls: something else is on the GPU
     s.run(budget_s=0.2)
     assert [r.code for r in s.reasons] == ["background_work"]
+
+
+def test_a_failing_baseline_worker_is_not_blamed_on_the_candidate():
+    s, _ = _schedule()
+    s.base.fail_batches = True
+    with pytest.raises(bench.BaselineFailed):
+        s.run(budget_s=0.2)
+    assert s.reasons == []
 
 
 # --- the interval and the floor --------------------------------------------------------------------------------

@@ -49,6 +49,10 @@ QUIET_FACTOR, QUIET_SLACK_MS, QUIET_SHARE, QUIET_MIN = 2.0, 1.0, 0.25, 3
 CLOCK_SLACK_MS, CLOCK_OVERHEAD_FACTOR, CLOCK_FRACTION = 1.0, 2.0, 0.10
 
 
+class BaselineFailed(Exception):
+    """The baseline worker failed: the problem's or the harness's fault, never the candidate's."""
+
+
 class TimingRejected(Exception):
     def __init__(self, reasons: list[Reason]):
         super().__init__("; ".join(r.detail for r in reasons))
@@ -60,11 +64,18 @@ def _ask(active: Child, others: list[Child], request: dict, timeout: float, what
     for other in others:
         other.stop()
     t0 = time.perf_counter()
-    header, blobs = active.request(request, timeout=timeout, what=what, max_blob=max_blob)
+    try:
+        header, blobs = active.request(request, timeout=timeout, what=what, max_blob=max_blob)
+    except ChildFailed as exc:
+        if active.role == "baseline":
+            raise BaselineFailed(f"{exc.reason.code}: {exc.reason.detail}"[:3000]) from None
+        raise
     wall = (time.perf_counter() - t0) * 1e3
     if not header.get("ok"):
-        raise ChildFailed(Reason(header.get("code", "crash") if header.get("code") == "crash" else "crash",
-                                 f"while timing: {str(header.get('detail', ''))[:3000]}"))
+        detail = str(header.get("detail", ""))[:3000]
+        if active.role == "baseline":
+            raise BaselineFailed(detail)
+        raise ChildFailed(Reason("crash", f"while timing: {detail}"))
     return header, blobs, wall
 
 
@@ -207,7 +218,7 @@ class Schedule:
             if child.alive:
                 try:
                     _ask(child, [], {"op": "bench_end"}, 60.0, "releasing timing buffers")
-                except ChildFailed:
+                except (ChildFailed, BaselineFailed):
                     pass
         self.cand.cont()
         self.base.cont()

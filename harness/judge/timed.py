@@ -9,7 +9,7 @@ from harness import protocol
 from harness.discover import UsageError, solutions_dir
 from harness.inputs import make_inputs
 from harness.judge import check, fuzz, scoring
-from harness.judge.bench import Schedule, TimingRejected
+from harness.judge.bench import BaselineFailed, Schedule, TimingRejected
 from harness.judge.isolate import Child, ChildFailed
 from harness.judge.oracle import expected_for
 from harness.reasons import Reason
@@ -40,8 +40,14 @@ def time_dtype(judge, spec, opts, record) -> None:
         except ChildFailed as exc:
             record.reasons.append(Reason(exc.reason.code, f"while timing {shape}: {exc.reason.detail}").to_json())
             return
+        except BaselineFailed as exc:
+            # Not the candidate's doing: no reason against it, the entry says why there is no figure.
+            record.timings.append({"dtype": spec.name, "shape": shape, "source": bench.get("source", ""),
+                                   "baselines": {}, "baseline_errors": {"worker": str(exc)}})
+            return
         entry.update(source=bench.get("source", ""), spot_check="fail" if reasons else "pass")
-        record.timings.append(entry)
+        if entry.get("candidate_ms") is not None:
+            record.timings.append(entry)
         record.reasons += [r.to_json() for r in reasons]
         if reasons:
             return
