@@ -17,19 +17,33 @@ from harness.problem import ProblemError
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    want_json = "--json" in argv
     parser = _parser()
-    args = parser.parse_args(argv)
-    _import_everything()
     try:
+        args = parser.parse_args(argv)
+        _import_everything()
         return args.func(args)
     except (UsageError, ProblemError, ValueError) as exc:
+        # Whose fault: a problem file that breaks the contract is its author's; everything else here is the user's.
+        blame = "problem" if isinstance(exc, ProblemError) else "user"
         print(f"gauntlet: error: {exc}", file=sys.stderr)
+        if want_json:
+            print(json.dumps({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame,
+                              "error": str(exc)}))
         return 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises a UsageError instead of exiting, so `--json` still prints its one object."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gauntlet", description="Hold GPU kernels to a specification.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="gauntlet", description="Hold GPU kernels to a specification.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     ls = sub.add_parser("list", help="problems, dtypes, solutions, and which backends this machine can run")
     ls.set_defaults(func=cmd_list)
@@ -62,9 +76,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", action="append", help="limit to these dtypes (repeatable)")
     p.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda if there is a GPU, else cpu")
     p.add_argument("--examples", type=_positive, default=None, help="Hypothesis examples per dtype")
-    p.add_argument("--seed", type=int, help="fix the fuzzing seed (default: fresh, recorded in the result)")
+    p.add_argument("--seed", type=_seed, help="fix the fuzzing seed, 0 <= seed < 2**31 (default: fresh, recorded)")
     p.add_argument("--no-timing", action="store_true", help="judge correctness only")
-    p.add_argument("--timeout", type=float, default=180.0, help="seconds allowed per call (default 180)")
+    p.add_argument("--timeout", type=_seconds, default=180.0, help="seconds allowed per call (default 180)")
     p.add_argument("--max-shapes", type=_positive, help="time only the first N benchmark shapes of each problem")
 
 
@@ -75,12 +89,34 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**31), got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 24 * 3600:       # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in (0, 86400], got {text}")
+    return value
+
+
 def _options(args, device: str):
     from harness.judge.evaluate import Options
     examples = args.examples or (20 if device == "cpu" else 30)
     return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
                    seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
                    case_timeout_s=args.timeout, max_shapes=args.max_shapes)
+
+
+def _check_dtypes(dtypes, problems) -> None:
+    """An unknown --dtype is the user's error (with the known ones), found before anything is judged."""
+    for name in dtypes or ():
+        if not any(name in p.dtypes for p in problems):
+            known = sorted({d for p in problems for d in p.dtypes})
+            raise UsageError(f"unknown dtype {name!r}; known: {', '.join(known)}")
 
 
 def _device(args) -> str:
@@ -118,9 +154,13 @@ def cmd_eval(args) -> int:
     problem = discover.get_problem(args.problem)
     solution = discover.get_solution(problem.id, args.file)
     opts = _options(args, device)
+    _check_dtypes(opts.dtypes, [problem])
+    if opts.case:
+        from harness.judge import fuzz
+        fuzz.check_case(opts.case, problem, device)      # a usage error, before any process starts
     if device == "cuda" and opts.timing and not opts.case:
         opts.peaks = _peaks(problem)
-    record = evaluate(problem, solution, opts)
+    record = _evaluate_or_record(evaluate, problem, solution, opts)
     if args.json:
         doc = dict(record.to_json(), environment=_env(device), peaks=opts.peaks)
         print(json.dumps(doc, default=str))
@@ -138,17 +178,28 @@ def cmd_run(args) -> int:
             if not args.solution or s.name in args.solution]
     if not plan:
         raise UsageError("nothing to run: no solution matches the filters")
+    _check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
+    from harness.judge.fingerprint import changed_parts, fingerprint
     results = ResultsFile(Path(args.out), _env(device), resume=not args.fresh)
-    done = results.done()
     failed = 0
     peaks_by_problem = {}
+    tally = {"resumed": 0, "re-judged": 0, "new": 0}
     for i, (problem, solution) in enumerate(plan):
         key = f"{problem.id}/{solution.name}@{device}"
-        if key in done:
-            _progress(i, len(plan), key, "already in results (resumed)")
-            continue
-        _progress(i, len(plan), key, "running")
         opts = _options(args, device)
+        old = results.previous(key)
+        if old is not None:
+            changed = changed_parts(old.get("fingerprint"), fingerprint(problem, solution, opts))
+            if not changed:
+                tally["resumed"] += 1
+                failed += old.get("verdict") not in ("pass", "unsupported")
+                _progress(i, len(plan), key, f"unchanged since it was judged: {old.get('verdict')} (resumed)")
+                continue
+            tally["re-judged"] += 1
+            _progress(i, len(plan), key, f"re-judging: {', '.join(changed)} changed")
+        else:
+            tally["new"] += 1
+            _progress(i, len(plan), key, "running")
         if device == "cuda" and opts.timing:
             if problem.id not in peaks_by_problem:
                 peaks_by_problem[problem.id] = _peaks(problem)
@@ -161,7 +212,8 @@ def cmd_run(args) -> int:
         codes = ",".join(sorted({r["code"] for r in record.reasons}))
         _progress(i + 1, len(plan), key, f"{record.verdict}{' (' + codes + ')' if codes else ''} "
                                          f"in {time.monotonic() - t0:.1f}s")
-    print(f"results: {args.out}", file=sys.stderr)
+    print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, new {tally['new']})",
+          file=sys.stderr)
     if args.report:
         cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
     return 1 if failed else 0

@@ -27,6 +27,7 @@ class SolutionInfo:
     backend: str | None        # None when the file does not declare a literal BACKEND
     dtypes: tuple | None       # None: every dtype of the problem
     problem: str | None = None
+    error: str | None = None   # the file does not parse: file, line and the offending text
 
 
 def problems_dir() -> Path:
@@ -52,11 +53,21 @@ def get_problem(problem_id: str) -> Problem:
     known = problem_ids()
     if problem_id not in known:
         raise _unknown("problem", problem_id, known)
-    return load_problem(problems_dir() / problem_id)
+    return _checked(load_problem(problems_dir() / problem_id))
 
 
 def all_problems() -> list[Problem]:
-    return [load_problem(problems_dir() / pid) for pid in problem_ids()]
+    return [_checked(load_problem(problems_dir() / pid)) for pid in problem_ids()]
+
+
+def _checked(problem: Problem) -> Problem:
+    """The problem's baselines are solutions that exist: a typo is the problem author's error, said at load."""
+    for label, name in problem.baselines.items():
+        if not isinstance(name, str) or not (solutions_dir() / problem.id / f"{name}.py").is_file():
+            known = [s.name for s in solutions_for(problem.id)]
+            raise ProblemError(f"{problem.root / 'problem.yaml'}: baseline {label!r} names solution {name!r}, "
+                               f"which does not exist in solutions/{problem.id}/; known: {', '.join(known) or 'none'}")
+    return problem
 
 
 def solutions_for(problem_id: str) -> list[SolutionInfo]:
@@ -83,9 +94,13 @@ def get_solution(problem_id: str, name_or_path: str) -> SolutionInfo:
 def read_solution(path: Path, problem_id: str | None = None) -> SolutionInfo:
     try:
         tree = ast.parse(path.read_text(), filename=str(path))
-    except (SyntaxError, UnicodeDecodeError, ValueError):
-        # The child will report the import_error with its traceback; here we only need the metadata.
-        return SolutionInfo(path.stem, path, None, None, problem_id)
+    except SyntaxError as exc:
+        text = (exc.text or "").strip()
+        where = f"{path}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
+        return SolutionInfo(path.stem, path, None, None, problem_id,
+                            error=f"{where}: SyntaxError: {exc.msg}" + (f": {text}" if text else ""))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return SolutionInfo(path.stem, path, None, None, problem_id, error=f"{path}: cannot be read as Python: {exc}")
     values = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

@@ -109,6 +109,17 @@ def _eval_formula(expr: str, shape: dict, bytes_in: int, bytes_out: int) -> floa
     return float(eval(expr, {"__builtins__": {}}, names))  # noqa: S307 - trusted repo data, no builtins
 
 
+TOP_KEYS = ("id", "title", "dims", "dtypes", "fuzz", "benchmark", "baselines", "flops", "bytes")
+FUZZ_KEYS = ("cpu", "cuda", "calls_per_case")
+
+
+def _only(path, where: str, found, known) -> None:
+    """Unknown keys are errors at every level: a misspelled `budget` must not silently remove the cap."""
+    unknown = sorted(set(found) - set(known))
+    if unknown:
+        raise ProblemError(f"{path}: {where} has unknown key(s) {unknown}; known: {sorted(known)}")
+
+
 def load_problem(root: Path) -> Problem:
     path = root / "problem.yaml"
     try:
@@ -125,17 +136,24 @@ def load_problem(root: Path) -> Problem:
             raise ProblemError(f"{path}: {key!r} must be a {kind.__name__}")
         return raw[key]
 
+    _only(path, "the top level", raw, TOP_KEYS)
     dims = need("dims", list)
+    if not dims or not all(isinstance(d, str) and d.isidentifier() for d in dims):
+        raise ProblemError(f"{path}: 'dims' must be a non-empty list of names, got {dims!r}")
     dtypes = {name: _dtype_spec(path, name, spec) for name, spec in need("dtypes", dict).items()}
     fuzz_raw = need("fuzz", dict)
+    _only(path, "fuzz", fuzz_raw, FUZZ_KEYS)
     fuzz = {dev: _fuzz_bounds(path, dev, fuzz_raw[dev], dims) for dev in ("cpu", "cuda") if dev in fuzz_raw}
     if "cpu" not in fuzz:
         raise ProblemError(f"{path}: fuzz.cpu bounds are required (CI runs on the CPU)")
     bench = need("benchmark", list)
     for i, shape in enumerate(bench):
+        if not isinstance(shape, dict):
+            raise ProblemError(f"{path}: benchmark[{i}] must be a mapping of {dims} (and source)")
         missing = [d for d in dims if d not in shape]
         if missing:
             raise ProblemError(f"{path}: benchmark[{i}] lacks {missing}")
+        _only(path, f"benchmark[{i}]", shape, list(dims) + ["source"])
     problem = Problem(
         id=raw.get("id", root.name), title=raw.get("title", root.name), root=root, dims=dims, dtypes=dtypes,
         fuzz=fuzz, calls_per_case=int(fuzz_raw.get("calls_per_case", 3)), benchmark=bench,
@@ -164,6 +182,9 @@ def _dtype_spec(path, name, spec) -> DtypeSpec:
 
 
 def _fuzz_bounds(path, device, spec, dims) -> FuzzBounds:
+    if not isinstance(spec, dict):
+        raise ProblemError(f"{path}: fuzz.{device} must be a mapping of bounds per dim")
+    _only(path, f"fuzz.{device}", spec, list(dims) + ["budget"])
     bounds = {}
     for d in dims:
         if d not in spec:
@@ -178,5 +199,7 @@ def _fuzz_bounds(path, device, spec, dims) -> FuzzBounds:
                                f"or {{choices: [...]}}; got {value!r}")
         bounds[d] = (value[0], value[1])
     ranges = [b for b in bounds.values() if isinstance(b, tuple)]
-    budget = int(spec.get("budget", math.prod(hi for _, hi in ranges)))
+    budget = spec.get("budget", math.prod(hi for _, hi in ranges))
+    if not isinstance(budget, int) or budget < 1:
+        raise ProblemError(f"{path}: fuzz.{device}.budget must be a positive integer, got {budget!r}")
     return FuzzBounds(dims=bounds, budget=budget)

@@ -16,7 +16,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from harness import backends, protocol
-from harness.judge import audit, check, fuzz, kernels, replies, scoring, timed
+from harness.judge import audit, check, fingerprint, fuzz, kernels, replies, scoring, timed
 from harness.protocol import digest
 from harness.discover import ROOT, SolutionInfo, UsageError, solutions_dir
 from harness.judge.isolate import Child, ChildFailed
@@ -150,11 +150,14 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
     record = EvalRecord(problem=problem.id, solution=solution.name, path=str(solution.path),
                         backend=solution.backend, device=opts.device)
     record.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
+    record.fingerprint = fingerprint.fingerprint(problem, solution, opts)
     dtypes = _select_dtypes(problem, solution, opts, record)
     problem.module()                    # imported by the judge before any candidate code runs
     record.static_notes = audit.static_notes(solution.path)
     ok, why = backends.status(solution.backend, opts.device)
-    if not ok:
+    if solution.error:
+        record.reasons.append(Reason("import_error", solution.error).to_json())
+    elif not ok:
         code = "unsupported" if solution.backend in backends.BACKENDS else "import_error"
         record.reasons.append(Reason(code, why).to_json())
     elif dtypes:

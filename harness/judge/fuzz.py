@@ -73,7 +73,29 @@ def parse_case(text: str, dims: list) -> tuple[dict, int]:
     if missing or unknown:
         raise UsageError(f"--case: missing {missing}, unknown {unknown}; expected {', '.join(dims)} and seed")
     shape = {d: int(items[d]) if items[d].lstrip("-").isdigit() else items[d] for d in dims}
-    return shape, int(items.get("seed", 0))
+    seed = items.get("seed", "0")
+    if not seed.isdigit() or not 0 <= int(seed) < 2**31:
+        raise UsageError(f"--case: seed must be an integer in [0, 2**31), got {seed!r}")
+    return shape, int(seed)
+
+
+def check_case(text: str, problem, device: str) -> None:
+    """A replayed case must lie in the problem's domain on this device: each dim within its fuzz bounds (or one of
+    its choices), and the case's size within the device's budget. Refused with its size, as a usage error."""
+    shape, _ = parse_case(text, problem.dims)
+    bounds = problem.fuzz.get(device) or problem.fuzz["cpu"]
+    for d, b in bounds.dims.items():
+        value = shape[d]
+        if isinstance(b, tuple):
+            if not isinstance(value, int) or not b[0] <= value <= b[1]:
+                raise UsageError(f"--case: {d}={value!r} is outside the {device} domain [{b[0]}, {b[1]}] of "
+                                 f"problem {problem.id}")
+        elif value not in [str(c) for c in b] and value not in b:
+            raise UsageError(f"--case: {d}={value!r} is not one of {b} for problem {problem.id}")
+    size = math.prod(shape[d] for d, b in bounds.dims.items() if isinstance(b, tuple))
+    if size > bounds.budget:
+        raise UsageError(f"--case: the product of the dims is {size:,}, over the {device} budget "
+                         f"{bounds.budget:,} of problem {problem.id} (this device cannot be asked to hold it)")
 
 
 def repro(record, spec, shape, seed) -> str:

@@ -68,9 +68,19 @@ def adopted_orphans(known: set[int], since: int) -> list[int]:
 MAX_FILE_BYTES = 1 << 30     # a candidate printing without end would otherwise fill the disk with its log
 
 
+_PR_SET_PDEATHSIG = 1
+
+
 def _limit_files() -> None:
+    """In the child, before exec: cap file sizes, and die with the parent (a killed judge leaves no worker
+    holding the GPU; Linux only)."""
     import resource
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 class ChildFailed(Exception):

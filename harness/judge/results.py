@@ -35,6 +35,7 @@ class EvalRecord:
     timings: list = field(default_factory=list)      # one per (dtype, benchmark shape), cuda only
     score: dict = field(default_factory=dict)        # dtype -> baseline -> summary
     static_notes: list = field(default_factory=list)   # a second opinion from reading the source; not a verdict
+    fingerprint: dict = field(default_factory=dict)  # hashes of what the verdict depends on (judge/fingerprint.py)
     seed: int | None = None
     elapsed_s: float = 0.0
     schema: str = EVAL_SCHEMA
@@ -111,6 +112,10 @@ class ResultsFile:
 
     def done(self) -> set[str]:
         return {f"{r['problem']}/{r['solution']}@{r['device']}" for r in self.doc["records"]}
+
+    def previous(self, key: str) -> dict | None:
+        """The stored record under `problem/solution@device`, if any."""
+        return next((r for r in self.doc["records"] if f"{r['problem']}/{r['solution']}@{r['device']}" == key), None)
 
     def add(self, record: EvalRecord) -> None:
         self.doc["records"] = [r for r in self.doc["records"]

@@ -1,0 +1,48 @@
+"""What a verdict depends on, as hashes: the solution file, the problem's two files, its baselines, the harness's own
+source, and the options that change a verdict. `gauntlet run` resumes a record only when all of these match, so a
+changed kernel (or harness, or setting) is judged again instead of keeping an old `pass`.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+from harness.discover import ROOT, solutions_dir
+
+
+def _sha(paths) -> str:
+    h = hashlib.sha256()
+    for path in paths:
+        path = Path(path)
+        h.update(str(path.name).encode())
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"<missing>")
+    return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def harness_digest() -> str:
+    """Every source file of the harness: a changed check or timing method can change a verdict."""
+    return _sha(sorted((ROOT / "harness").rglob("*.py")))
+
+
+def fingerprint(problem, solution, opts) -> dict:
+    options = {"device": opts.device, "dtypes": sorted(opts.dtypes) if opts.dtypes else None,
+               "examples": opts.examples, "seed": opts.seed, "timing": opts.timing,
+               "case_timeout_s": opts.case_timeout_s, "timing_budget_s": opts.timing_budget_s,
+               "max_shapes": opts.max_shapes, "shapes": opts.shapes}
+    return {"solution": _sha([solution.path]),
+            "problem": _sha([problem.root / "problem.yaml", problem.reference_path]),
+            "baselines": _sha([solutions_dir() / problem.id / f"{name}.py"
+                               for name in sorted(problem.baselines.values())]),
+            "harness": harness_digest(), "options": options}
+
+
+def changed_parts(old: dict | None, new: dict) -> list[str]:
+    """Which parts differ ("solution", "options", ...); all of them when the old record has no fingerprint."""
+    if not isinstance(old, dict):
+        return ["no fingerprint (judged by an older Gauntlet)"]
+    return [part for part in new if old.get(part) != new[part]]

@@ -1,0 +1,125 @@
+"""Bad input gets a clear error blamed on whoever made it, and `--json` prints exactly one JSON object on every path:
+usage errors (exit 2, verdict `usage_error`), problem-file errors (blame `problem`), candidate errors (a verdict).
+A changed solution is judged again by `gauntlet run`; a killed judge leaves no worker behind."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD = ROOT / "tests" / "bad"
+_NOT_COPIED = {".git", ".gauntlet", ".venv", ".pytest_cache", "__pycache__", "results", ".before", ".whl", ".carry"}
+
+
+def _cli(*args, cwd=ROOT, env=None):
+    out = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=300)
+    return out.returncode, out.stdout, out.stderr
+
+
+def _one_json(stdout: str) -> dict:
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, stdout
+    return json.loads(lines[0])
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["eval", "gemmm", "torch_matmul"], "did you mean 'gemm'"),
+    (["eval", "gemm", "torch_matmull"], "did you mean 'torch_matmul'"),
+    (["eval", "gemm", "no/such/file.py"], "not found"),
+    (["eval", "gemm", "tests"], "not found"),
+    (["eval", "gemm", "torch_matmul", "--dtype", "bfloat61"], "unknown dtype"),
+    (["eval", "gemm", "torch_matmul", "--case", "M=1,N=1"], "missing ['K']"),
+    (["eval", "gemm", "torch_matmul", "--case", "M=1,N=1,K=100000000,seed=1"], "outside the cpu domain"),
+    (["eval", "gemm", "torch_matmul", "--case", "M=384,N=384,K=1100,seed=1"], "over the cpu budget"),
+    (["eval", "gemm", "torch_matmul", "--case", "M=1,N=1,K=1,seed=-1"], "seed must be"),
+    (["eval", "gemm", "torch_matmul", "--timeout", "-5"], "--timeout"),
+    (["eval", "gemm", "torch_matmul", "--seed", "-1"], "--seed"),
+    (["eval", "gemm", "torch_matmul", "--bogus"], "unrecognized arguments"),
+])
+def test_usage_errors_are_one_json_object_and_exit_2(args, says):
+    code, out, err = _cli(*args, "--device", "cpu", "--json")
+    assert code == 2, err
+    doc = _one_json(out)
+    assert doc["verdict"] == "usage_error" and doc["blame"] == "user" and says in doc["error"], doc
+
+
+def test_syntax_error_is_an_import_error_with_file_line_and_text():
+    code, out, _ = _cli("eval", "gemm", str(BAD / "syntax_error.py"), "--device", "cpu", "--json")
+    assert code == 1
+    reason = _one_json(out)["reasons"][0]
+    assert reason["code"] == "import_error"
+    assert "syntax_error.py:4" in reason["detail"] and "def solve(a, b)" in reason["detail"]
+
+
+def _scratch_repo(tmp_path: Path) -> Path:
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT, copy, ignore=lambda folder, names: [n for n in names if n in _NOT_COPIED
+                                                             or n.endswith(".egg-info")])
+    return copy
+
+
+def test_typo_in_a_problems_baseline_is_blamed_on_the_problem(tmp_path):
+    copy = _scratch_repo(tmp_path)
+    yaml_path = copy / "problems" / "gemm" / "problem.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("cublas: torch_matmul", "cublas: torch_matmull"))
+    env = dict(os.environ, PYTHONPATH=str(copy))
+    code, out, _ = _cli("eval", "gemm", "torch_matmul", "--device", "cpu", "--no-timing", "--json", cwd=copy, env=env)
+    doc = _one_json(out)
+    assert code == 2 and doc["blame"] == "problem" and "torch_matmull" in doc["error"], doc
+    yaml_path.write_text(yaml_path.read_text().replace("    budget: 1500000", "    budgte: 1500000"))
+    code, out, _ = _cli("list", cwd=copy, env=env)
+    assert code == 2
+
+
+def test_run_rejudges_a_changed_solution_and_resumes_an_unchanged_one(tmp_path):
+    copy = _scratch_repo(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(copy))
+    args = ["run", "--problem", "gemm", "--solution", "torch_matmul", "--device", "cpu", "--examples", "2",
+            "--dtype", "float32", "--out", str(tmp_path / "results.json")]
+    code, _, err = _cli(*args, cwd=copy, env=env)
+    assert code == 0 and "new 1" in err, err
+    code, _, err = _cli(*args, cwd=copy, env=env)
+    assert code == 0 and "resumed 1, re-judged 0" in err, err
+    solution = copy / "solutions" / "gemm" / "torch_matmul.py"
+    solution.write_text(solution.read_text().replace("return torch.matmul(a, b)", "return torch.zeros_like(a @ b)"))
+    code, _, err = _cli(*args, cwd=copy, env=env)
+    assert "re-judging: solution" in err and "re-judged 1" in err, err
+    assert code == 1                                     # the broken solution is caught, not kept as a pass
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert [r["verdict"] for r in doc["records"]] == ["fail"]
+
+
+def test_a_killed_judge_leaves_no_worker_running(tmp_path):
+    script = tmp_path / "judge.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from harness.judge.isolate import Child
+        child = Child("gemm", {str(ROOT / 'solutions' / 'gemm' / 'torch_matmul.py')!r}, "torch", "cpu")
+        print(child.proc.pid, flush=True)
+        time.sleep(120)
+    """))
+    judge = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    worker = int(judge.stdout.readline())
+    os.kill(judge.pid, signal.SIGKILL)
+    judge.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{worker}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.2)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its judge")
