@@ -169,6 +169,7 @@ class Report:
     boards: list      # [Board]
     details: list     # [(group label, Table)]
     failures: list    # [(group label, record)]
+    settings: list = field(default_factory=list)   # warnings: records of one machine judged under other settings
 
 
 def assemble_report(runs: list[tuple[str, dict]]) -> Report:
@@ -179,7 +180,36 @@ def assemble_report(runs: list[tuple[str, dict]]) -> Report:
                   boards=make_boards(groups),
                   details=[(g.label, detail_table(g)) for g in groups
                            if any(r.get("timings") for r in g.records.values())],
-                  failures=[(g.label, r) for g in groups for r in sorted_records(g) if r["verdict"] != "pass"])
+                  failures=[(g.label, r) for g in groups for r in sorted_records(g) if r["verdict"] != "pass"],
+                  settings=[w for g in groups for w in settings_warnings(g)])
+
+
+def settings_warnings(group: Group) -> list[str]:
+    """Records ranked side by side should have been judged alike: say so when the harness or the options differ
+    between them, or when a record carries no fingerprint at all (judged by an older Gauntlet)."""
+    kinds: dict = {}
+    bare = 0
+    for record in group.records.values():
+        fp = record.get("fingerprint")
+        if not isinstance(fp, dict) or not fp:
+            bare += 1
+            continue
+        opts = fp.get("options") if isinstance(fp.get("options"), dict) else {}
+        key = (str(fp.get("harness")), json.dumps(opts, sort_keys=True, default=str))
+        kinds.setdefault(key, []).append(record)
+    out = []
+    if len(kinds) > 1:
+        harnesses = sorted({k[0] for k in kinds})
+        options = [json.loads(k[1]) for k in kinds]
+        differing = sorted({name for o in options for name in o if any(o.get(name) != p.get(name) for p in options)})
+        out.append(f"{group.label}: records were judged under {len(kinds)} different settings"
+                   + (f" (harness versions {', '.join(harnesses)})" if len(harnesses) > 1 else "")
+                   + (f" (options differ in: {', '.join(differing)})" if differing else "")
+                   + "; compare their figures with care")
+    if bare:
+        out.append(f"{group.label}: {bare} record(s) carry no fingerprint (judged by an older Gauntlet): their "
+                   "settings are unknown")
+    return out
 
 
 def merge_groups(runs: list[tuple[str, dict]]) -> list[Group]:
@@ -455,6 +485,8 @@ def render_markdown(report: Report) -> str:
         parts += [f"- **{md_text(run['file'])}** ({run['records']} records, {md_text(run['created'])} → "
                   f"{md_text(run['updated'])})  ",
                   f"  {md_text(run['environment'])}  ", f"  peaks: {md_text(run['peaks'])}"]
+    if report.settings:
+        parts += ["", "## Settings", ""] + [f"- {md_text(w)}" for w in report.settings]
     parts += ["", "## Leaderboard", ""]
     parts += [format_markdown_board(b) for b in report.boards] or ["_No records._", ""]
     if report.details:
@@ -540,6 +572,9 @@ def render_html(report: Report) -> str:
         body.append(f"<div class=\"run\"><strong>{esc(run['file'])}</strong> <span class=\"muted\">"
                     f"({run['records']} records, {esc(run['created'])} → {esc(run['updated'])})</span><br>"
                     f"{esc(run['environment'])}<br><span class=\"muted\">peaks: {esc(run['peaks'])}</span></div>")
+    if report.settings:
+        body.append("<h2>Settings</h2>")
+        body += [f"<p class=\"muted\">{esc(w)}</p>" for w in report.settings]
     body.append("<h2>Leaderboard</h2>")
     for board in report.boards:
         body += [f"<h3>{esc(board.title)}</h3>", format_html_table(board.table)]

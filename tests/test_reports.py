@@ -169,3 +169,17 @@ def test_constants_match_harness_and_reports_import_no_torch():
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert not imported & {"torch", "harness", "triton", "cupy"}, imported
+
+
+def test_records_judged_under_other_settings_are_flagged(tmp_path):
+    a = _record("gemm", "fast_tiled", speedups=(1.6, 1.2))
+    b = _record("gemm", "slow_tiled", speedups=(0.5, 0.7))
+    a["fingerprint"] = {"harness": "aaaa", "options": {"examples": 30, "timing_budget_s": 15.0}}
+    b["fingerprint"] = {"harness": "bbbb", "options": {"examples": 3, "timing_budget_s": 15.0}}
+    result = build([_write(tmp_path, _doc([a, b]))], tmp_path / "out")
+    md = result["markdown"].read_text()
+    assert "## Settings" in md and "2 different settings" in md and "harness versions aaaa, bbbb" in md
+    assert "options differ in: examples" in md
+    b["fingerprint"] = copy.deepcopy(a["fingerprint"])
+    result = build([_write(tmp_path, _doc([a, b]), "run2.json")], tmp_path / "out2")
+    assert "## Settings" not in result["markdown"].read_text()
