@@ -227,3 +227,26 @@ def test_physics_rejects_a_time_faster_than_the_hardware():
 def test_reason_codes_used_by_the_schedule_exist():
     for code in ("tampering", "background_work", "forbidden_op", "below_roofline"):
         Reason(code, "x")
+
+
+def test_protocol_caps_blobs_at_what_the_parent_expects():
+    import os
+
+    from harness import protocol
+    r, w = os.pipe()
+    try:
+        protocol.send(w, {"ok": True}, [b"x" * 1000])
+        with pytest.raises(ValueError, match="over the 100 bytes expected"):
+            protocol.recv(r, timeout=5, max_blob=100)
+    finally:
+        os.close(r)
+        os.close(w)
+    r, w = os.pipe()
+    try:
+        head = b'{"ok": true, "nblobs": 1000}'           # written by hand: the harness never sends this
+        os.write(w, protocol._LEN.pack(len(head)) + head)
+        with pytest.raises(ValueError, match="announces 1000 blobs"):
+            protocol.recv(r, timeout=5)
+    finally:
+        os.close(r)
+        os.close(w)

@@ -88,7 +88,7 @@ class Judge:
             self.calls += 1
             header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed},
                                                timeout=self.timeout, what=f"running solve on {shape}",
-                                               max_blob=8 * expected.oracle.numel() + 64)
+                                               max_blob=_blob_cap(expected.oracle.numel()))
         except ChildFailed as exc:
             raise Abort(exc.reason) from None
         if not header.get("ok"):
@@ -171,6 +171,12 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
     record.verdict = verdict_of([Reason(**r) for r in record.reasons])
     record.elapsed_s = round(time.monotonic() - t0, 2)
     return record
+
+
+def _blob_cap(numel: int) -> int:
+    """The most output bytes a reply may carry: generous enough that a wrongly shaped output is still read and
+    judged `wrong_shape`, bounded so that a flood is `tampering` instead of filling the judge's memory."""
+    return 64 * numel + (16 << 20)
 
 
 def _select_dtypes(problem: Problem, solution: SolutionInfo, opts: Options, record: EvalRecord) -> list:

@@ -56,7 +56,7 @@ def time_dtype(judge, spec, opts, record) -> None:
 def _time_shape(judge, spec, shape, opts, record):
     problem = judge.problem
     probe = expected_for(problem, make_inputs(problem, shape, spec, 0, judge.device), spec)
-    request = {"shape": shape, "dtype": spec.name, "max_blob": 8 * probe.oracle.numel() + 64}
+    request = {"shape": shape, "dtype": spec.name, "max_blob": 64 * probe.oracle.numel() + (16 << 20)}
     del probe
     schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
                         timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,
