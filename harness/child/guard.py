@@ -7,10 +7,8 @@ forged is judged in the parent: values, shapes, the oracle.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import os
-import re
 import sys
 import threading
 import time
@@ -18,8 +16,6 @@ import types
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-
-from harness.protocol import digest  # noqa: F401 - the worker hashes inputs with the shared function
 
 # --- tampering -------------------------------------------------------------------------------------------------
 
@@ -54,7 +50,11 @@ def _watched_objects():
             ("torch.cuda", torch.cuda, set(vars(torch.cuda))), ("torch.cuda.Stream", torch.cuda.Stream,
                                                                set(vars(torch.cuda.Stream))),
             ("torch.profiler", profiler, set(vars(profiler))),
-            ("torch.profiler.profile", profiler.profile, set(vars(profiler.profile)))):
+            ("torch.profiler.profile", profiler.profile, set(vars(profiler.profile))),
+            # what profile() runs through: a patched start/stop or event list would blind every call's check
+            ("torch.profiler._KinetoProfile", profiler.profiler._KinetoProfile,
+             set(vars(profiler.profiler._KinetoProfile))),
+            ("torch.autograd.profiler", torch.autograd.profiler, set(vars(torch.autograd.profiler)))):
         # Code only: module- and class-level state (torch.cuda._cached_device_count, ...) changes legitimately.
         watched += [(f"{label}.{n}", owner, n) for n in sorted(names)
                     if (not n.startswith("__") or n in ("__eq__", "__torch_function__", "__torch_dispatch__"))

@@ -18,7 +18,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from harness import backends, protocol
 from harness.judge import audit, check, fingerprint, fuzz, kernels, replies, scoring, timed
 from harness.protocol import digest
-from harness.discover import ROOT, SolutionInfo, UsageError, solutions_dir
+from harness.discover import ROOT, SolutionInfo
 from harness.judge.isolate import Child, ChildFailed
 from harness.inputs import make_inputs
 from harness.judge.oracle import expected_for
@@ -92,8 +92,7 @@ class Judge:
         except ChildFailed as exc:
             raise Abort(exc.reason) from None
         if not header.get("ok"):
-            raise Abort(Reason(header.get("code", "crash") if header.get("code") == "crash" else "crash",
-                               str(header.get("detail", ""))))
+            raise Abort(Reason("crash", str(header.get("detail", ""))))     # a worker only ever reports a crash
         try:
             replies.case(header, len(blobs), len(inputs))
         except replies.BadReply as exc:
