@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 import torch
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.database import DirectoryBasedExampleDatabase
 
 from harness import backends, protocol
-from harness.judge import audit, check, fingerprint, fuzz, kernels, replies, scoring, timed
+from harness.judge import audit, check, failures, fingerprint, fuzz, kernels, replies, scoring, timed
 from harness.protocol import digest
-from harness.discover import ROOT, SolutionInfo
+from harness.discover import SolutionInfo
 from harness.judge.isolate import Child, ChildFailed
 from harness.inputs import make_inputs
 from harness.judge.oracle import expected_for
@@ -26,7 +25,6 @@ from harness.problem import DtypeSpec, Problem
 from harness.reasons import Reason, verdict_of
 from harness.judge.results import EvalRecord
 
-DB_DIR = ROOT / ".gauntlet" / "hypothesis"
 
 
 @dataclass
@@ -250,6 +248,11 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
             shape, case_seed = fuzz.parse_case(opts.case, problem.dims)
             run_case(shape, case_seed)
         else:
+            for shape, case_seed in failures.load(problem.id, record.path, spec.name, opts.device):
+                if fuzz.outside_domain(shape, problem, opts.device):
+                    continue                          # the problem changed since: not a case of it any more
+                counts["replayed"] = counts.get("replayed", 0) + 1
+                run_case(shape, case_seed)          # a case that failed before is tried first
             _hypothesis_loop(problem, spec, opts, record, run_case)()
     except Abort as exc:
         counts["status"] = exc.reason.code
@@ -265,6 +268,8 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
             reasons = [Reason(r.code, r.detail + " (did not fail again on replay: the candidate is not "
                                                  "deterministic)") for r in reasons]
         repro = fuzz.repro(record, spec, failure["shape"], failure["seed"])
+        if isinstance(exc, CaseFailed) and not opts.case:
+            failures.save(problem.id, record.path, spec.name, opts.device, failure["shape"], failure["seed"])
         return [Reason(r.code, f"[{spec.name} {fuzz.format_case(failure['shape'], failure['seed'])}] {r.detail}",
                        repro) for r in _dedupe(reasons)]
     return []
@@ -275,7 +280,7 @@ def _hypothesis_loop(problem, spec, opts, record, run_case):
     bounds = problem.fuzz.get(opts.device) or problem.fuzz["cpu"]
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if opts.shrink else [])
 
-    @settings(max_examples=opts.examples, deadline=None, database=DirectoryBasedExampleDatabase(str(DB_DIR)),
+    @settings(max_examples=opts.examples, deadline=None, database=None,
               phases=phases, derandomize=False, print_blob=False, verbosity=Verbosity.quiet,
               report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
     @given(shape=fuzz.shapes(bounds, valid), case_seed=fuzz.seeds())

@@ -83,19 +83,28 @@ def check_case(text: str, problem, device: str) -> None:
     """A replayed case must lie in the problem's domain on this device: each dim within its fuzz bounds (or one of
     its choices), and the case's size within the device's budget. Refused with its size, as a usage error."""
     shape, _ = parse_case(text, problem.dims)
+    why = outside_domain(shape, problem, device)
+    if why:
+        raise UsageError(f"--case: {why}")
+
+
+def outside_domain(shape: dict, problem, device: str) -> str:
+    """Why `shape` is not a case of this problem on this device ('' when it is)."""
+    if sorted(shape) != sorted(problem.dims):
+        return f"dims {sorted(shape)} are not the problem's {problem.dims}"
     bounds = problem.fuzz.get(device) or problem.fuzz["cpu"]
     for d, b in bounds.dims.items():
         value = shape[d]
         if isinstance(b, tuple):
             if not isinstance(value, int) or not b[0] <= value <= b[1]:
-                raise UsageError(f"--case: {d}={value!r} is outside the {device} domain [{b[0]}, {b[1]}] of "
-                                 f"problem {problem.id}")
+                return f"{d}={value!r} is outside the {device} domain [{b[0]}, {b[1]}] of problem {problem.id}"
         elif value not in [str(c) for c in b] and value not in b:
-            raise UsageError(f"--case: {d}={value!r} is not one of {b} for problem {problem.id}")
+            return f"{d}={value!r} is not one of {b} for problem {problem.id}"
     size = math.prod(shape[d] for d, b in bounds.dims.items() if isinstance(b, tuple))
     if size > bounds.budget:
-        raise UsageError(f"--case: the product of the dims is {size:,}, over the {device} budget "
-                         f"{bounds.budget:,} of problem {problem.id} (this device cannot be asked to hold it)")
+        return (f"the product of the dims is {size:,}, over the {device} budget {bounds.budget:,} of problem "
+                f"{problem.id} (this device cannot be asked to hold it)")
+    return ""
 
 
 def repro(record, spec, shape, seed) -> str:

@@ -1,0 +1,42 @@
+"""Failing cases, kept and replayed first. Hypothesis' own example database is switched off by the `@seed` that
+makes each judgement reproducible (hypothesis.seed sets database=None), so the judge keeps its own: the shrunk
+failing (shape, seed) of each candidate file, problem, dtype and device, in .gauntlet/failures/. The next judgement
+of that file replays them before fuzzing, so a fix is checked against the case that broke it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from harness.discover import ROOT
+
+DIR = ROOT / ".gauntlet" / "failures"
+KEEP = 20          # per file: the newest failing cases
+
+
+def _path(problem_id: str, solution_path, dtype: str, device: str) -> Path:
+    key = hashlib.sha256(str(Path(solution_path).resolve()).encode()).hexdigest()[:16]
+    return DIR / problem_id / f"{Path(solution_path).stem}-{key}-{dtype}-{device}.json"
+
+
+def load(problem_id: str, solution_path, dtype: str, device: str) -> list[tuple[dict, int]]:
+    try:
+        doc = json.loads(_path(problem_id, solution_path, dtype, device).read_text())
+        return [(dict(c["shape"]), int(c["seed"])) for c in doc.get("cases", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def save(problem_id: str, solution_path, dtype: str, device: str, shape: dict, seed: int) -> None:
+    cases = [c for c in load(problem_id, solution_path, dtype, device) if c != (shape, seed)]
+    cases = ([(shape, seed)] + cases)[:KEEP]
+    path = _path(problem_id, solution_path, dtype, device)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"cases": [{"shape": s, "seed": k} for s, k in cases]}))
+        os.replace(tmp, path)
+    except OSError:
+        pass          # a read-only checkout judges all the same, it only forgets
