@@ -105,7 +105,9 @@ def _seconds(text: str) -> float:
 
 def _options(args, device: str):
     from harness.judge.evaluate import Options
-    examples = args.examples or (20 if device == "cpu" else 30)
+    # `run` on a CPU is a smoke check (nothing to time, and the interpreter is slow): fewer examples unless asked.
+    default = 30 if device == "cuda" else (CPU_RUN_EXAMPLES if args.command == "run" else 20)
+    examples = args.examples or default
     return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
                    seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
                    case_timeout_s=args.timeout, max_shapes=args.max_shapes)
@@ -117,6 +119,9 @@ def _check_dtypes(dtypes, problems) -> None:
         if not any(name in p.dtypes for p in problems):
             known = sorted({d for p in problems for d in p.dtypes})
             raise UsageError(f"unknown dtype {name!r}; known: {', '.join(known)}")
+
+
+CPU_RUN_EXAMPLES = 3
 
 
 def _device(args) -> str:
@@ -180,6 +185,9 @@ def cmd_run(args) -> int:
         raise UsageError("nothing to run: no solution matches the filters")
     _check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
     from harness.judge.fingerprint import changed_parts, fingerprint
+    if device == "cpu" and not args.examples:
+        print(f"gauntlet run on the CPU: {CPU_RUN_EXAMPLES} examples per dtype and no timing (a smoke check; "
+              "--examples N for more, a GPU for speed figures)", file=sys.stderr)
     results = ResultsFile(Path(args.out), _env(device), resume=not args.fresh)
     failed = 0
     peaks_by_problem = {}

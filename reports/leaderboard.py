@@ -322,9 +322,12 @@ def leaderboard_table(records: list[dict], dtype: str | None) -> Table:
                + ([f"vs {label}" for label in labels] or ["speedup"])
                + [f"fast_1.0{against}", f"fast_1.5{against}", "best TFLOP/s", "cases"])
     table = Table(headers, numeric=frozenset(range(4, len(headers) - 1)) | {0}, verdict_col=3)
-    for rank, record in enumerate(rank_records(shown, dtype, primary), 1):
-        table.rows.append(board_row(record, dtype, labels, primary,
-                                    str(rank) if record["verdict"] == "pass" else DASH))
+    rank = 0
+    for record in rank_records(shown, dtype, primary):
+        # A rank is earned by a measured speedup: a CPU run (no timing) lists verdicts without a fake order.
+        ranked = record["verdict"] == "pass" and bool(scores_of(record, dtype))
+        rank += ranked
+        table.rows.append(board_row(record, dtype, labels, primary, str(rank) if ranked else DASH))
         table.verdicts.append(record["verdict"])
     return table
 

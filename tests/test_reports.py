@@ -183,3 +183,10 @@ def test_records_judged_under_other_settings_are_flagged(tmp_path):
     b["fingerprint"] = copy.deepcopy(a["fingerprint"])
     result = build([_write(tmp_path, _doc([a, b]), "run2.json")], tmp_path / "out2")
     assert "## Settings" not in result["markdown"].read_text()
+
+
+def test_a_cpu_run_lists_verdicts_without_a_fake_ranking(tmp_path):
+    records = [_record("gemm", name, device="cpu") for name in ("b_tiled", "a_tiled")]
+    md = build([_write(tmp_path, _doc(records, device="cpu"))], tmp_path / "out")["markdown"].read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "_tiled" in line]
+    assert rows and all(line.split("|")[1].strip() == "—" for line in rows), rows
