@@ -118,7 +118,7 @@ class Judge:
 
     def _guard_reasons(self, header: dict, inputs: tuple, expected, shape: dict) -> list[Reason]:
         reasons = []
-        changed = header.get("tampering", []) + header.get("state", [])
+        changed = list(dict.fromkeys(header.get("tampering", []) + header.get("state", [])))   # the same once
         if changed:
             reasons.append(Reason("tampering", "changed during solve: " + ", ".join(changed[:10])))
         if self.custom:
