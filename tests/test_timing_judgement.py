@@ -176,6 +176,14 @@ def test_schedule_interleaves_rounds_with_the_other_side_stopped():
     assert s.second_clock(figs) == []
 
 
+def test_rounds_cut_short_by_the_deadline_still_spot_check():
+    for _ in range(3):
+        s, _ = _schedule(cand_ms=0.01, base_ms=0.01, gap_ms=20.0)
+        s.base.gap_ms = 20.0
+        s.run(budget_s=0.5)            # planned for 8 rounds, cut at the 6th by the wall clock
+        assert len(s.spots) == bench.SPOTS and not s.reasons
+
+
 def test_candidate_running_a_library_kernel_in_timed_calls_is_forbidden():
     s, _ = _schedule(kernel=CUBLAS)
     s.run(budget_s=0.2)

@@ -144,6 +144,12 @@ class Schedule:
                 self._batch(label, r, calls, hold_ms, spot=(label == "candidate" and r in spot_rounds))
                 if self.reasons:
                     return
+        # Rounds cut short by the deadline may have skipped a chosen spot round: the last candidate batch's outputs
+        # are still kept, so the missing spots come from it.
+        while len(self.spots) < min(SPOTS, calls) and not self.reasons:
+            taken = {index for index, _, _ in self.spots}
+            index = self.rng.choice([i for i in range(calls) if i not in taken] or list(range(calls)))
+            self.spots.append((index, *self._spot(index)))
 
     def _batch(self, label: str, r: int, calls: int, hold_ms: float, spot: bool) -> None:
         child, other = (self.cand, self.base) if label == "candidate" else (self.base, self.cand)
