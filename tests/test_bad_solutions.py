@@ -95,3 +95,14 @@ def test_cli_eval_shipped_solution_exit_0():
                           "--examples", "3", "--json"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["verdict"] == "pass"
+
+
+def test_a_crash_costs_one_dtype_not_all():
+    """The crash in float16 kills that process; float32, judged next in a fresh process, still passes."""
+    problem = discover.get_problem("gemm")
+    solution = discover.get_solution("gemm", str(BAD / "segfaults_on_float16_only.py"))
+    record = evaluate(problem, solution, Options(device="cpu", dtypes=("float16", "float32"), examples=3))
+    assert [r["code"] for r in record.reasons] == ["crash"]
+    assert record.cases["float16"]["status"] == "crash"
+    assert record.cases["float32"]["status"] == "pass" and record.cases["float32"]["calls"] >= 3
+    assert "float32" not in record.skipped

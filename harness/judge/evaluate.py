@@ -193,36 +193,45 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
     timing = opts.device == "cuda" and opts.timing and not opts.case
     # The baseline worker starts first: it measures the idle GPU's flush time before any candidate code exists.
     base = timed.start_baseline_worker(problem, opts.device) if timing else None
-    try:
-        child = Child(problem.id, solution.path, solution.backend, opts.device)
-    except ChildFailed as exc:
-        record.reasons.append(exc.reason.to_json())
-        if base is not None:
-            base.close()
-        return
-    declared = child.hello.get("kernels", [])
-    judge = Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
-                  declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)
-                  else frozenset(), custom=solution.backend != "torch")
+    judge = None
     try:
         for i, spec in enumerate(dtypes):
+            if judge is None or not judge.child.alive:
+                # A crash or a sticky CUDA error costs one dtype, not all: the next one gets a fresh process.
+                judge = _start_judge(problem, solution, opts, record, base)
+                if judge is None:
+                    for rest in dtypes[i:]:
+                        record.skipped[rest.name] = "not judged: the candidate's process did not start"
+                    break
             reasons = _fuzz_dtype(judge, spec, opts, record)
             record.reasons += [r.to_json() for r in reasons]
             if any(r.code in ("crash", "timeout") for r in reasons):
-                # A crashed process may hold a sticky CUDA error: judging more dtypes in it would only repeat it.
-                for rest in dtypes[i + 1:]:
-                    record.skipped[rest.name] = f"not judged: the candidate's process failed ({reasons[0].code})"
-                break
+                judge.child.close()
+                continue
             if reasons:
                 continue
             if timing:
                 timed.time_dtype(judge, spec, opts, record)
     finally:
-        child.close()
+        if judge is not None:
+            judge.child.close()
         if base is not None:
             base.close()
     for name, summary in _scores(record).items():
         record.score[name] = summary
+
+
+def _start_judge(problem, solution, opts, record, base) -> Judge | None:
+    try:
+        child = Child(problem.id, solution.path, solution.backend, opts.device)
+    except ChildFailed as exc:
+        if exc.reason.to_json() not in record.reasons:
+            record.reasons.append(exc.reason.to_json())
+        return None
+    declared = child.hello.get("kernels", [])
+    return Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
+                 declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)
+                 else frozenset(), custom=solution.backend != "torch")
 
 
 def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord) -> list[Reason]:
