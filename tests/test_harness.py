@@ -1,5 +1,6 @@
 """The harness's own pieces: checker rules, fuzz bounds, the wire format, problem validation, CLI errors, results."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -158,3 +159,32 @@ def test_scoring_geomean_fast_p_and_interval():
     assert scoring.fast_p([0.9, 1.2, 1.6], 1.0) == pytest.approx(2 / 3)
     lo, hi = scoring.speedup_ci([2.0] * 20, [1.0, 1.1] * 10)
     assert lo <= 2.0 / 1.05 <= hi + 1e-9
+
+
+def test_edge_cases_reach_each_dims_largest_odd_value_and_top():
+    from harness.judge.fuzz import edge_cases
+    bounds = discover.get_problem("gemm").fuzz["cpu"]
+    cases = edge_cases(bounds)
+    for dim, (lo, hi) in bounds.dims.items():
+        others = {d: bounds.dims[d][0] for d in bounds.dims if d != dim}
+        assert dict(others, **{dim: hi if hi % 2 else hi - 1}) in cases, dim
+        assert dict(others, **{dim: hi}) in cases, dim
+    assert all(math.prod(c.values()) <= bounds.budget for c in cases)
+
+
+def test_random_draws_alone_rarely_reach_the_top_odd_values():
+    """Why the edge cases exist: over 2000 random draws of gemm's CPU domain, odd K >= 1041 comes up in a few
+    percent of cases (measured: README), too rarely for 20 examples to be sure of meeting it."""
+    from hypothesis import HealthCheck, given, settings
+    from harness.judge.fuzz import shapes
+    bounds = discover.get_problem("gemm").fuzz["cpu"]
+    hits = []
+
+    @settings(max_examples=2000, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(shapes(bounds))
+    def draw(shape):
+        hits.append(shape["K"] % 2 == 1 and shape["K"] >= 1041)
+
+    draw()
+    share = sum(hits) / len(hits)
+    assert 0 < share < 0.15, share

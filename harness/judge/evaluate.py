@@ -262,6 +262,10 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
                     continue                          # the problem changed since: not a case of it any more
                 counts["replayed"] = counts.get("replayed", 0) + 1
                 run_case(shape, case_seed)          # a case that failed before is tried first
+            bounds = problem.fuzz.get(opts.device) or problem.fuzz["cpu"]
+            for i, shape in enumerate(fuzz.edge_cases(bounds, getattr(problem.module(), "valid_shape", None))):
+                counts["edges"] = counts.get("edges", 0) + 1
+                run_case(shape, (record.seed + 7919 * (i + 1)) % 2**31)     # then the domain's ends
             _hypothesis_loop(problem, spec, opts, record, run_case)()
     except Abort as exc:
         counts["status"] = exc.reason.code
