@@ -59,6 +59,7 @@ class Problem:
     baselines: dict         # label -> solution name in solutions/<id>/
     flops_expr: str
     bytes_expr: str
+    output_layout: str = "contiguous"   # "contiguous" (a new row-major tensor) or "any" strides
     raw: dict = field(repr=False, default_factory=dict)
     _module: ModuleType | None = field(default=None, repr=False)
 
@@ -109,7 +110,8 @@ def _eval_formula(expr: str, shape: dict, bytes_in: int, bytes_out: int) -> floa
     return float(eval(expr, {"__builtins__": {}}, names))  # noqa: S307 - trusted repo data, no builtins
 
 
-TOP_KEYS = ("id", "title", "dims", "dtypes", "fuzz", "benchmark", "baselines", "flops", "bytes")
+TOP_KEYS = ("id", "title", "dims", "dtypes", "fuzz", "benchmark", "baselines", "flops", "bytes", "output_layout")
+LAYOUTS = ("contiguous", "any")
 FUZZ_KEYS = ("cpu", "cuda", "calls_per_case")
 
 
@@ -157,7 +159,10 @@ def load_problem(root: Path) -> Problem:
     problem = Problem(
         id=raw.get("id", root.name), title=raw.get("title", root.name), root=root, dims=dims, dtypes=dtypes,
         fuzz=fuzz, calls_per_case=int(fuzz_raw.get("calls_per_case", 3)), benchmark=bench,
-        baselines=need("baselines", dict), flops_expr=need("flops", str), bytes_expr=need("bytes", str), raw=raw)
+        baselines=need("baselines", dict), flops_expr=need("flops", str), bytes_expr=need("bytes", str),
+        output_layout=raw.get("output_layout", "contiguous"), raw=raw)
+    if problem.output_layout not in LAYOUTS:
+        raise ProblemError(f"{path}: output_layout must be one of {LAYOUTS}, got {problem.output_layout!r}")
     if problem.id != root.name:
         raise ProblemError(f"{path}: id {problem.id!r} must match its folder name {root.name!r}")
     sample = {d: 2 for d in dims}

@@ -14,6 +14,9 @@ CODES = {
     "wrong_device": ("fail", "output is not on the inputs' device"),
     "not_a_tensor": ("fail", "output is not a plain torch.Tensor (subclasses count as not a tensor)"),
     "output_aliases_input": ("fail", "output shares memory with an input"),
+    "wrong_layout": ("fail", "output strides are not the layout the problem declares (contiguous by default)"),
+    "output_retained": ("fail", "the output's memory is still held by the candidate after the call (module state, "
+                                "or a buffer shared with another call's output)"),
     "input_mutated": ("fail", "an input changed during the call"),
     "stale_output": ("fail", "the answer belongs to an earlier call, not this one"),
     "forbidden_op": ("fail", "a non-torch backend computed with a library op (matmul, attention, ...)"),

@@ -246,6 +246,25 @@ def reset_persisting_l2() -> None:
         lib.cudaDeviceSetLimit(_CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(_L2_BASELINE[0] if _L2_BASELINE else 0))
 
 
+def storage_ref(out):
+    """A weak reference to the output's memory, taken before the harness lets go of the output."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+    if type(out) is not torch.Tensor or out.untyped_storage().nbytes() == 0:   # noqa: E721
+        return None
+    return StorageWeakRef(out.untyped_storage())
+
+
+def still_held(ref) -> bool:
+    """After the harness dropped every reference of its own: is the output's memory still alive? Then the candidate
+    holds it (a module-level buffer, a cache, a view of either), and a caller keeping two results would see the
+    first overwritten."""
+    if ref is None:
+        return False
+    import gc
+    gc.collect()
+    return not ref.expired()
+
+
 def poison(out) -> None:
     """Overwrite a returned tensor before it is freed, so a later torch.empty that gets the same block from the
     caching allocator sees garbage, not an earlier answer (the 2025 'memory reuse' exploit)."""

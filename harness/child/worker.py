@@ -157,8 +157,10 @@ class Session:
                   "all_threads": prof.all_threads}
         if payload is None:
             return header, []
+        ref = None if header_meta["aliases_input"] else guard.storage_ref(out)
         guard.poison(out)
         del out
+        header_meta["retained"] = guard.still_held(ref)
         if cuda:
             torch.cuda.empty_cache()
         header["wire"] = payload[0]

@@ -35,8 +35,17 @@ class Expected:
         return tuple(self.torch_out.shape)
 
 
-def structural_reasons(meta: dict, expected: Expected, device: str) -> list[Reason]:
-    """Checks on what the child reported about the returned object, before looking at values."""
+def contiguous_strides(shape) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(list(shape)):
+        strides.append(step)
+        step *= max(int(size), 1)
+    return strides[::-1]
+
+
+def structural_reasons(meta: dict, expected: Expected, device: str, layout: str = "contiguous") -> list[Reason]:
+    """Checks on what the child reported about the returned object, before looking at values. `layout` is the
+    problem's `output_layout`: "contiguous" (a new row-major tensor, the default) or "any"."""
     if not meta.get("is_tensor"):
         return [Reason("not_a_tensor", f"solve returned {meta.get('type', '?')}, expected a plain torch.Tensor")]
     out = []
@@ -49,7 +58,23 @@ def structural_reasons(meta: dict, expected: Expected, device: str) -> list[Reas
         out.append(Reason("wrong_device", f"output on {meta.get('device')}, inputs on {device}"))
     if meta.get("aliases_input"):
         out.append(Reason("output_aliases_input", f"output shares memory with input {meta['aliases_input']}"))
+    if layout == "contiguous" and not out and isinstance(meta.get("stride"), list):
+        # Size-1 dims may carry any stride and still be contiguous (torch's own rule).
+        want = contiguous_strides(meta["shape"])
+        if any(s != w and n > 1 for s, w, n in zip(meta["stride"], want, meta["shape"])):
+            out.append(Reason("wrong_layout", f"output strides {tuple(meta['stride'])} for shape "
+                                              f"{tuple(meta['shape'])}; the problem asks for a new contiguous "
+                                              f"tensor, strides {tuple(want)}"))
     return out
+
+
+def retained_reasons(meta: dict) -> list[Reason]:
+    """Judged beside the values, not instead of them: a cache that returns its own tensor is also stale or wrong."""
+    if meta.get("retained"):
+        return [Reason("output_retained", "the output's memory is still referenced by the candidate after the call (a "
+                                          "module-level buffer or cache): a caller keeping two results would see the "
+                                          "first overwritten")]
+    return []
 
 
 def value_reasons(out: torch.Tensor, expected: Expected, spec: DtypeSpec) -> list[Reason]:

@@ -98,7 +98,7 @@ class Judge:
         self.kernels.setdefault(spec.name, kernels.summary(header["calls"]))     # what ran, for the record
         key = (spec.name, tuple(sorted(shape.items())))
         reasons = self._guard_reasons(header, inputs, expected, shape)
-        reasons += check.structural_reasons(header["meta"], expected, self.device)
+        reasons += check.structural_reasons(header["meta"], expected, self.device, self.problem.output_layout)
         if not reasons:
             out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(self.device)
             value = check.value_reasons(out, expected, spec)
@@ -106,6 +106,7 @@ class Judge:
                 value = [Reason("stale_output", "the output matches the answer to an earlier call with other "
                                                 "inputs, not this call's")]
             reasons += value
+        reasons += check.retained_reasons(header["meta"])
         self.history.append((key, expected))
         return reasons
 

@@ -53,7 +53,9 @@ def meta(m, what: str = "'meta'") -> dict:
     if m["is_tensor"]:
         _need(isinstance(m.get("dtype"), str) and isinstance(m.get("shape"), list)
               and all(isinstance(s, int) and s >= 0 for s in m["shape"]) and isinstance(m.get("device"), str)
-              and isinstance(m.get("device_type"), str) and isinstance(m.get("aliases_input"), str),
+              and isinstance(m.get("device_type"), str) and isinstance(m.get("aliases_input"), str)
+              and isinstance(m.get("retained", False), bool)
+              and isinstance(m.get("stride", []), list) and all(isinstance(s, int) for s in m.get("stride", [])),
               f"{what} of a tensor needs dtype, shape, device and aliasing")
     return m
 

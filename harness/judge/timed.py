@@ -115,7 +115,7 @@ def _spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
             continue
         inputs = make_inputs(judge.problem, shape, spec, header["seed"], judge.device)
         expected = expected_for(judge.problem, inputs, spec)
-        found = check.structural_reasons(header["meta"], expected, judge.device)
+        found = check.structural_reasons(header["meta"], expected, judge.device, judge.problem.output_layout)
         if not found:
             out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(judge.device)
             found = check.value_reasons(out, expected, spec)
