@@ -258,10 +258,10 @@ def still_held(ref) -> bool:
     """After the harness dropped every reference of its own: is the output's memory still alive? Then the candidate
     holds it (a module-level buffer, a cache, a view of either), and a caller keeping two results would see the
     first overwritten."""
-    if ref is None:
+    if ref is None or ref.expired():
         return False
     import gc
-    gc.collect()
+    gc.collect()          # only when something still holds it: a reference cycle may be all that is left
     return not ref.expired()
 
 
