@@ -132,8 +132,7 @@ class FakeWorker:
         self.log.append((self.name, op, self.peer.stopped))
         if op == "bench_setup":
             labels = ["candidate"] if self.name == "cand" else ["cublas"]
-            return {"ok": True, "sides": {label: {"probe_ms": self.ms, "host_ms": 0.05, "quiet_ms": 0.03,
-                                                  "note": ""} for label in labels}}, []
+            return {"ok": True, "sides": {label: {"probe_ms": self.ms, "host_ms": 0.05, "note": ""} for label in labels}}, []
         if op == "bench_batch" and self.fail_batches:
             return {"ok": False, "code": "crash", "detail": "CUBLAS_STATUS_NOT_SUPPORTED"}, []
         if op == "bench_batch":

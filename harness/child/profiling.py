@@ -22,7 +22,7 @@ HOLD_KERNEL = "spin_kernel"             # torch.cuda._sleep: the harness's strea
 def _config():
     try:
         return torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
-    except (AttributeError, TypeError):      # an older torch: the calling thread only (said in the record)
+    except (AttributeError, TypeError):      # an older torch: the calling thread only
         return None
 
 
@@ -33,7 +33,6 @@ class CallProfiler:
         self.cuda = device == "cuda"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         config = _config()
-        self.all_threads = config is not None
         kwargs = {"experimental_config": config} if config is not None else {}
         self.prof = profile(activities=activities, **kwargs)
         self.events = None

@@ -52,8 +52,7 @@ class Bench:
                 guard.poison(self.fn(*args))
         torch.cuda.synchronize()
         probe = self.batch(3, hold_ms=HOLD_MIN_MS * 4, keep=False)
-        return {"probe_ms": statistics.median(probe["ms"]), "host_ms": max(probe["host_ms"]),
-                "quiet_ms": statistics.median(probe["flush_ms"])}
+        return {"probe_ms": statistics.median(probe["ms"]), "host_ms": max(probe["host_ms"])}
 
     def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda", profile: bool = True) -> dict:
         """`calls` timed calls, each in a profiler session of its own. Keeps the outputs (for spot checks) when
@@ -61,7 +60,6 @@ class Bench:
         the worker."""
         self.release()
         ms, host, flush_ms, seeds, outs, seen = [], [], [], [], [], []
-        prof = None
         for _ in range(calls):
             k = self.rng.randrange(len(self.sets))
             seeds.append(self.refill(k))
@@ -89,8 +87,7 @@ class Bench:
         if not keep:
             for out in outs:
                 guard.poison(out)
-        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen,
-                "all_threads": prof.all_threads if prof is not None else None}
+        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen}
 
     def spot(self, index: int):
         """(seed, output) of call `index` of the last batch."""

@@ -173,14 +173,14 @@ class Schedule:
             "round": r, "ms": header["ms"], "host_ms": header["host_ms"], "flush_ms": header["flush_ms"],
             "wall_per_call": max(0.0, wall - empty_wall) / calls, "calls": header["calls"]})
         if label == "candidate":
-            self._check_candidate_batch(header, calls)
+            self._check_candidate_batch(header)
             if spot and not self.reasons:
                 index = self.rng.randrange(calls)
                 self.spots.append((index, *self._spot(index)))
         else:
             self._check_quiet(label, header)
 
-    def _check_candidate_batch(self, header: dict, calls: int) -> None:
+    def _check_candidate_batch(self, header: dict) -> None:
         if header.get("state"):
             self.reasons.append(Reason("tampering", "changed during timing: " + ", ".join(header["state"][:10])))
         if header.get("background"):
@@ -252,6 +252,6 @@ class Schedule:
         if cand["clock_gap_ms"] > allowed:
             return [Reason("tampering", f"the parent's clock saw {cand['clock_gap_ms'] + cand['ms']:.3f} ms per timed "
                                         f"call where the candidate's events report {cand['ms']:.3f} ms (the "
-                                        f"baseline's overhead per call is {min(base_gaps):.3f} ms): the events "
+                                        f"baseline's overhead per call is {base_gap:.3f} ms): the events "
                                         "under-report the GPU time")]
         return []

@@ -86,7 +86,7 @@ class Judge:
             self.calls += 1
             header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed},
                                                timeout=self.timeout, what=f"running solve on {shape}",
-                                               max_blob=_blob_cap(expected.oracle.numel()))
+                                               max_blob=replies.blob_cap(expected.oracle.numel()))
         except ChildFailed as exc:
             raise Abort(exc.reason) from None
         if not header.get("ok"):
@@ -119,7 +119,7 @@ class Judge:
 
     def _guard_reasons(self, header: dict, inputs: tuple, expected, shape: dict) -> list[Reason]:
         reasons = []
-        changed = list(dict.fromkeys(header.get("tampering", []) + header.get("state", [])))   # the same once
+        changed = header.get("tampering", []) + header.get("state", [])
         if changed:
             reasons.append(Reason("tampering", "changed during solve: " + ", ".join(changed[:10])))
         if self.custom:
@@ -169,12 +169,6 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
     record.verdict = verdict_of([Reason(**r) for r in record.reasons])
     record.elapsed_s = round(time.monotonic() - t0, 2)
     return record
-
-
-def _blob_cap(numel: int) -> int:
-    """The most output bytes a reply may carry: generous enough that a wrongly shaped output is still read and
-    judged `wrong_shape`, bounded so that a flood is `tampering` instead of filling the judge's memory."""
-    return 64 * numel + (16 << 20)
 
 
 def _select_dtypes(problem: Problem, solution: SolutionInfo, opts: Options, record: EvalRecord) -> list:

@@ -7,6 +7,13 @@ from __future__ import annotations
 import math
 
 
+def blob_cap(numel: int) -> int:
+    """The most output bytes a reply may carry for an expected output of `numel` elements: generous enough that a
+    wrongly shaped output is still read and judged `wrong_shape`, bounded so that a flood is `tampering` instead of
+    filling the judge's memory."""
+    return 64 * numel + (16 << 20)
+
+
 class BadReply(ValueError):
     """The reply does not have the shape the request implies."""
 
@@ -90,7 +97,7 @@ def setup(header: dict, labels: list[str]) -> dict:
         if "error" in side:
             _need(isinstance(side["error"], str), "an error must be a string")
             continue
-        for key in ("probe_ms", "host_ms", "quiet_ms"):
+        for key in ("probe_ms", "host_ms"):
             x = side.get(key)
             _need(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0, f"{label}.{key} is {x!r}")
     return sides

@@ -6,9 +6,8 @@ from __future__ import annotations
 import torch
 
 from harness import protocol
-from harness.discover import UsageError, solutions_dir
 from harness.inputs import make_inputs
-from harness.judge import check, fuzz, scoring
+from harness.judge import check, fuzz, replies, scoring
 from harness.judge.bench import BaselineFailed, Schedule, TimingRejected
 from harness.judge.isolate import Child, ChildFailed
 from harness.judge.oracle import expected_for
@@ -20,11 +19,8 @@ ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
 
 
 def start_baseline_worker(problem, device: str) -> Child:
-    """The clean worker: the problem's baselines and nothing of any candidate. A baseline that cannot be loaded is
-    the problem author's error, named as such."""
-    for label, name in problem.baselines.items():
-        if not (solutions_dir() / problem.id / f"{name}.py").is_file():
-            raise UsageError(f"problem {problem.id}: baseline {label!r} names solution {name!r}, which does not exist")
+    """The clean worker: the problem's baselines and nothing of any candidate. (That each baseline exists was
+    checked when the problem was loaded: harness.discover.)"""
     try:
         return Child(problem.id, None, "torch", device, role="baseline")
     except ChildFailed as exc:
@@ -56,7 +52,7 @@ def time_dtype(judge, spec, opts, record) -> None:
 def _time_shape(judge, spec, shape, opts, record):
     problem = judge.problem
     probe = expected_for(problem, make_inputs(problem, shape, spec, 0, judge.device), spec)
-    request = {"shape": shape, "dtype": spec.name, "max_blob": 64 * probe.oracle.numel() + (16 << 20)}
+    request = {"shape": shape, "dtype": spec.name, "max_blob": replies.blob_cap(probe.oracle.numel())}
     del probe
     schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
                         timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,
