@@ -53,7 +53,7 @@ def judge(path_or_name: str, shapes, peaks, budget: float, examples: int = 2) ->
             "kernels": rec["cases"].get("bfloat16", {}).get("kernels", [])[:4], "elapsed": round(time.time() - t0, 1)}
 
 
-def independent(shapes) -> list[dict]:
+def independent(shapes, n_pairs: int = 7) -> list[dict]:
     """do_bench_cudagraph and do_bench ratios, cuBLAS over triton_tiled, on the problem's own inputs."""
     import torch
     import triton.testing as tt
@@ -73,13 +73,14 @@ def independent(shapes) -> list[dict]:
             # Interleaved pairs, median ratio: one measurement of each side, back to back, moved by up to 4%
             # between runs on an H100 (clock and thermal state), more than the agreement being checked.
             pairs = []
-            for _ in range(7):
+            for _ in range(n_pairs):
                 t_cand = bench(lambda: tiled.solve(a, b), rep=60, return_mode="median")
                 t_base = bench(lambda: torch.matmul(a, b), rep=60, return_mode="median")
                 pairs.append((t_cand, t_base))
             ratios = sorted(tb / tc for tc, tb in pairs)
-            row[name] = {"triton_ms": sorted(p[0] for p in pairs)[3], "cublas_ms": sorted(p[1] for p in pairs)[3],
-                         "ratio": ratios[3], "ratios": ratios}
+            mid = n_pairs // 2
+            row[name] = {"triton_ms": sorted(p[0] for p in pairs)[mid], "cublas_ms": sorted(p[1] for p in pairs)[mid],
+                         "ratio": ratios[mid], "ratios": ratios}
         rows.append(row)
         del a, b
         torch.cuda.empty_cache()
@@ -172,6 +173,7 @@ def main() -> int:
     p.add_argument("--skip", action="append", default=[], help="steps to skip: honest, self, independent, "
                                                                  "tricks, before")
     p.add_argument("--trick", action="append", help="judge only these trick fixtures (default: all)")
+    p.add_argument("--pairs", type=int, default=7, help="interleaved pairs per independent reference (odd)")
     args = p.parse_args()
     tricks = args.trick or TRICKS
     out = Path(args.out)
@@ -188,7 +190,7 @@ def main() -> int:
     if "self" not in args.skip:
         emit(out, {"step": "self", **judge("torch_matmul", shapes, peaks, budget=6.0)})
     if "independent" not in args.skip:
-        emit(out, {"step": "independent", "rows": independent(shapes)})
+        emit(out, {"step": "independent", "rows": independent(shapes, args.pairs)})
     if "tricks" not in args.skip:
         for name in tricks:
             emit(out, {"step": "trick", "name": name, **judge(_fixture(name),

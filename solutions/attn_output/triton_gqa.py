@@ -19,6 +19,10 @@ Why it looks the way it does:
 - Rows past G*Sq are wrapped (% M) for the loads and dropped by the masked store. Head/batch offsets are int64.
 - fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32): FMA on CUDA cores, a
   64-row tile, BLOCK_K = 16 and 8 warps (~220 registers at D = 128; a 64x32 step spills).
+- Sq is never specialized (do_not_specialize): when Sq is a multiple of 16, Triton 3.6's alignment analysis
+  carries the 16-divisibility of `rw % Sq` through `pos * stride` even where the row stride is odd, vectorizes
+  the row accesses and faults with "misaligned address" (seen on an H100: B=1, Hkv=2, G=8, Sq=48, Sk=8897,
+  D=128, bf16). Unspecialized, `pos` has no claimed alignment, and neither do the rows it addresses.
 - No autotuning; configs are reasoned, not tuned on an H100.
 """
 import functools
@@ -32,7 +36,7 @@ BACKEND = "triton"
 _TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["Sq"])
 def _pv_kernel(p_ptr, v_ptr, o_ptr, Hkv, G, Sq, Sk, M, keys_per_split, ws_split_stride,
                spb, sph, sps, spk, svb, svh, svk, svd, sob, soh, sos, sod,
                BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, D: tl.constexpr,

@@ -19,6 +19,10 @@ Why it looks the way it does:
   bounds; the store is masked. Offsets that depend on the head/batch are int64 (large outputs pass 2**31 elements).
 - fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32): FMA on CUDA cores, a 64x64x32
   tile and 4 warps (128 registers; 64x128 spills).
+- Sq is never specialized (do_not_specialize): when Sq is a multiple of 16, Triton 3.6's alignment analysis
+  carries the 16-divisibility of `rw % Sq` through `pos * stride` even where the row stride is odd, vectorizes
+  the row accesses and faults with "misaligned address" (seen on an H100: B=1, Hkv=2, G=8, Sq=48, Sk=8897,
+  D=128, bf16). Unspecialized, `pos` has no claimed alignment, and neither do the rows it addresses.
 - No autotuning (the judge would time its benchmarking); configs are reasoned, not tuned on an H100.
 """
 import math
@@ -32,7 +36,7 @@ BACKEND = "triton"
 _TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["Sq"])
 def _scores_kernel(q_ptr, k_ptr, o_ptr, Hkv, G, Sq, Sk, M, num_n, scale,
                    sqb, sqh, sqs, sqd, skb, skh, sks, skd, sob, soh, sos, son,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, D: tl.constexpr,
