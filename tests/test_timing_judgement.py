@@ -119,6 +119,7 @@ class FakeWorker:
         self.flush_ms, self.kernel, self.gap_ms = flush_ms, kernel, gap_ms
         self.stopped, self.alive, self.peer = False, True, None
         self.kept = 0
+        self.shared = 0                 # outputs per batch that reuse an earlier output's memory
 
     def stop(self):
         self.stopped = True
@@ -141,7 +142,7 @@ class FakeWorker:
             ms = [self.ms * (1 + 0.01 * rng.uniform(-1, 1)) for _ in range(n)]
             hdr = {"ok": True, "ms": ms, "host_ms": [0.05] * n, "flush_ms": [self.flush_ms] * n,
                    "calls": [_call((HOLD, 1000.0), (self.kernel, self.ms * 1e3)) for _ in range(n)],
-                   "background": "", "state": []}
+                   "background": "", "state": [], "shared_outputs": min(self.shared, n)}
             # Let the parent's clock see this batch take the events' time plus a fixed overhead.
             import time
             time.sleep(n * (self.ms + self.gap_ms) / 1e3)
@@ -187,6 +188,32 @@ def test_candidate_running_a_library_kernel_in_timed_calls_is_forbidden():
     s, _ = _schedule(kernel=CUBLAS)
     s.run(budget_s=0.2)
     assert [r.code for r in s.reasons] == ["forbidden_op"]
+
+
+def test_a_buffer_reused_across_timed_calls_is_output_retained():
+    s, _ = _schedule()
+    s.cand.shared = 2
+    s.run(budget_s=0.2)
+    assert "output_retained" in [r.code for r in s.reasons]
+
+
+def test_shared_outputs_counts_calls_whose_memory_an_earlier_output_uses():
+    import torch
+
+    from harness.child.timing import shared_outputs
+    buf = torch.zeros(8, 8)
+    fresh = [torch.zeros(8, 8) for _ in range(3)]
+    assert shared_outputs(fresh) == 0
+    assert shared_outputs([buf, buf, buf[2:]]) == 2          # the same buffer, and a view into it
+    assert shared_outputs([buf, torch.zeros(0), "x", fresh[0]]) == 0
+
+
+@pytest.mark.parametrize("value", [-1, 4, 1.0, "2", True])
+def test_a_malformed_shared_outputs_count_is_refused(value):
+    header = _batch_header()
+    header["shared_outputs"] = value
+    with pytest.raises(replies.BadReply):
+        replies.batch(header, 3)
 
 
 def test_events_that_under_report_are_caught_by_the_parents_clock():

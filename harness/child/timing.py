@@ -83,11 +83,12 @@ class Bench:
             flush_ms.append(f0.elapsed_time(f1))
             outs.append(out)          # kept on both sides alike (the allocator then behaves the same for both)
             del out
+        shared = shared_outputs(outs)
         self.kept = list(zip(seeds, outs)) if keep else []
         if not keep:
             for out in outs:
                 guard.poison(out)
-        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen}
+        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "shared_outputs": shared}
 
     def spot(self, index: int):
         """(seed, output) of call `index` of the last batch."""
@@ -97,3 +98,19 @@ class Bench:
         for _, out in self.kept:
             guard.poison(out)
         self.kept = []
+
+
+def shared_outputs(outs: list) -> int:
+    """How many outputs of a batch use memory an earlier output of the same batch (all still alive) also uses: a
+    candidate returning one module-level buffer every call. The same contract as the correctness calls' retention
+    check, here over calls the candidate cannot tell from those."""
+    spans, shared = [], 0
+    for out in outs:
+        if type(out) is not torch.Tensor or out.numel() == 0:   # noqa: E721
+            continue
+        storage = out.untyped_storage()
+        lo, hi = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+        if any(lo < b and a < hi for a, b in spans):
+            shared += 1
+        spans.append((lo, hi))
+    return shared

@@ -185,6 +185,11 @@ class Schedule:
             self.reasons.append(Reason("tampering", "changed during timing: " + ", ".join(header["state"][:10])))
         if header.get("background"):
             self.reasons.append(Reason("background_work", f"during timing: {header['background']}"))
+        if header.get("shared_outputs"):
+            self.reasons.append(Reason("output_retained", f"during timing: {header['shared_outputs']} of "
+                                       f"{len(header['ms'])} timed calls returned memory that an earlier output of "
+                                       "the same batch, still alive, also uses (a reused buffer: a caller keeping "
+                                       "two results sees the first overwritten)"))
         if self.custom:
             for i, call in enumerate(header["calls"]):
                 found = kernels.call_problems(call, "cuda", self.declared, timed=True)

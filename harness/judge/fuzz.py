@@ -25,9 +25,26 @@ def _dim_values(lo: int, hi: int):
     return st.one_of(*options)
 
 
+def fit(shape: dict, bounds: FuzzBounds, fits=None) -> dict | None:
+    """`shape`, or the nearest smaller one the device can hold: the largest integer dim is halved (never below its
+    lower bound) until `fits` accepts it. None when even the smallest does not fit. Shrinking, not rejecting, keeps
+    Hypothesis from discarding most draws on domains whose work budget allows more memory than the device has."""
+    if fits is None or fits(shape):
+        return shape
+    shape = dict(shape)
+    ranged = [d for d, b in bounds.dims.items() if isinstance(b, tuple)]
+    while not fits(shape):
+        movable = [d for d in ranged if shape[d] > bounds.dims[d][0]]
+        if not movable:
+            return None
+        dim = max(movable, key=lambda d: shape[d])
+        shape[dim] = max(bounds.dims[dim][0], shape[dim] // 2)
+    return shape
+
+
 @st.composite
-def shapes(draw, bounds: FuzzBounds, valid=None):
-    """A dict dim -> value within the bounds and the budget."""
+def shapes(draw, bounds: FuzzBounds, valid=None, fits=None):
+    """A dict dim -> value within the bounds, the budget and (with `fits`) the device's memory."""
     ranged = [d for d, b in bounds.dims.items() if isinstance(b, tuple)]
     order = draw(st.permutations(ranged))
     shape, product = {}, 1
@@ -40,9 +57,10 @@ def shapes(draw, bounds: FuzzBounds, valid=None):
     for dim, b in bounds.dims.items():
         if not isinstance(b, tuple):
             shape[dim] = draw(st.sampled_from(b))
-    ordered = {d: shape[d] for d in bounds.dims}
+    ordered = fit({d: shape[d] for d in bounds.dims}, bounds, fits)
+    from hypothesis import assume
+    assume(ordered is not None)
     if valid is not None:
-        from hypothesis import assume
         assume(valid(ordered))
     return ordered
 
@@ -50,11 +68,12 @@ def shapes(draw, bounds: FuzzBounds, valid=None):
 EDGE_CASES_MAX = 8
 
 
-def edge_cases(bounds: FuzzBounds, valid=None) -> list[dict]:
+def edge_cases(bounds: FuzzBounds, valid=None, fits=None) -> list[dict]:
     """The domain's ends, tried before any random draw: each integer dim in turn at the largest odd value it can
     take and at its top (within the budget, the other dims at their lowest), so a bug that only shows there (an
     accumulator that overflows past some K, a tail that is only wrong for odd sizes) is met in every judgement,
-    whatever the number of examples. Choice dims take their first choice."""
+    whatever the number of examples. Choice dims take their first choice. With `fits`, an end the device cannot
+    hold is brought down to one it can (see `fit`)."""
     ranged = [d for d, b in bounds.dims.items() if isinstance(b, tuple)]
     base = {d: (b[0] if isinstance(b, tuple) else b[0]) for d, b in bounds.dims.items()}
     odd, top = [], []
@@ -69,6 +88,9 @@ def edge_cases(bounds: FuzzBounds, valid=None) -> list[dict]:
             top.append(dict(base, **{dim: hi}))
     cases, seen = [], set()
     for case in odd + top:                      # the odd ends first: they break more kernels than the even ones
+        case = fit(case, bounds, fits)
+        if case is None:
+            continue
         key = tuple(case.items())
         if key not in seen and (valid is None or valid(case)):
             seen.add(key)
@@ -108,11 +130,15 @@ def parse_case(text: str, dims: list) -> tuple[dict, int]:
     return shape, int(seed)
 
 
-def check_case(text: str, problem, device: str) -> None:
+def check_case(text: str, problem, device: str, element_bytes: int | None = None) -> None:
     """A replayed case must lie in the problem's domain on this device: each dim within its fuzz bounds (or one of
-    its choices), and the case's size within the device's budget. Refused with its size, as a usage error."""
+    its choices), and the case's size within the device's budget and (given the dtype's element size) its free
+    memory. Refused with its size, as a usage error."""
     shape, _ = parse_case(text, problem.dims)
     why = outside_domain(shape, problem, device)
+    if not why and element_bytes:
+        from harness.judge import memory
+        why = memory.too_big(problem, shape, element_bytes, memory.device_budget(device))
     if why:
         raise UsageError(f"--case: {why}")
 

@@ -109,6 +109,8 @@ def batch(header: dict, n: int) -> None:
     _number_list(header, "host_ms", n)
     _number_list(header, "flush_ms", n)
     calls(header, n)
+    shared = header.get("shared_outputs", 0)
+    _need(type(shared) is int and 0 <= shared <= n, f"'shared_outputs' is {shared!r}, not a count of <= {n} calls")
     _need(isinstance(header.get("background", ""), str), "'background' must be a string")
     _strings(header.get("state", []), "'state'")
 
