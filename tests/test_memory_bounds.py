@@ -81,3 +81,17 @@ def test_no_budget_means_no_bound():
     assert memory.fits_predicate(p, 2, None) is None
     assert fuzz.fit(worst, bounds, None) == worst
     assert memory.too_big(p, worst, 2, None) == ""
+
+
+def test_judges_sharing_a_gpu_each_take_their_share(monkeypatch):
+    p, bounds, worst = _bmm_worst()
+    monkeypatch.setenv("GAUNTLET_JUDGES_PER_GPU", "4")
+    assert memory.judges_per_gpu() == 4
+    quarter = memory.MemoryBudget("cuda", H100.free_bytes, 4)
+    assert quarter.usable * 4 == pytest.approx(H100.usable, abs=4)
+    fitted = fuzz.fit(worst, bounds, memory.fits_predicate(p, 2, quarter))
+    assert memory.case_bytes(p, fitted, 2, 3) <= quarter.usable
+    for bad in ("0", "-2", "many"):
+        monkeypatch.setenv("GAUNTLET_JUDGES_PER_GPU", bad)
+        with pytest.raises(UsageError, match="GAUNTLET_JUDGES_PER_GPU"):
+            memory.judges_per_gpu()

@@ -15,7 +15,10 @@ the output alone, in fp64 (the oracle's precision) and in the storage dtype:
 - worker: the inputs and outputs of every call of the case alive at once (outputs are kept across calls to catch
   one that aliases an earlier one), the pristine copy of the inputs, and room for a workspace as large as the
   output in fp32: (calls + 1) x (in + out) + out32.
-Only a fraction of the free memory is used (allocator fragmentation, CUDA contexts, the baseline worker).
+Only a fraction of the free memory is used (allocator fragmentation, CUDA contexts, the baseline worker), and
+where several judges share one GPU (pytest -n on a GPU runner, parallel `gauntlet run --problem ...`), set
+GAUNTLET_JUDGES_PER_GPU to their number: each then sizes its cases to its share. (Read by the judge only; the
+candidate's worker never sees it matter.)
 """
 from __future__ import annotations
 
@@ -32,21 +35,37 @@ class MemoryBudget:
     device: str
     free_bytes: int
 
+    share: int = 1
+
     @property
     def usable(self) -> int:
-        return int(self.free_bytes * USABLE)
+        return int(self.free_bytes * USABLE / self.share)
 
 
 def device_budget(device: str) -> MemoryBudget | None:
-    """The memory free now on `device` (host RAM for cpu); None when it cannot be read."""
+    """The memory free now on `device` (host RAM for cpu), this judge's share of it; None when it cannot be read."""
+    share = judges_per_gpu()
     try:
         if device == "cuda":
             free, _total = torch.cuda.mem_get_info()
-            return MemoryBudget(device, int(free))
+            return MemoryBudget(device, int(free), share)
         pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        return MemoryBudget(device, int(pages))
+        return MemoryBudget(device, int(pages), share)
     except (RuntimeError, ValueError, OSError, AttributeError):
         return None
+
+
+def judges_per_gpu() -> int:
+    """GAUNTLET_JUDGES_PER_GPU, a positive integer (default 1); a malformed value is the user's error."""
+    from harness.discover import UsageError
+    raw = os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"GAUNTLET_JUDGES_PER_GPU must be a positive integer, got {raw!r}")
+    return value
 
 
 def case_bytes(problem, shape: dict, element_bytes: int, calls: int) -> int:
@@ -73,5 +92,6 @@ def too_big(problem, shape: dict, element_bytes: int, budget: MemoryBudget | Non
     need = case_bytes(problem, shape, element_bytes, problem.calls_per_case)
     if need <= budget.usable:
         return ""
+    share = f", shared by {budget.share} judges" if budget.share > 1 else ""
     return (f"the case needs about {need / 2**30:.1f} GiB of {budget.device} memory (judge and candidate), and "
-            f"{budget.free_bytes / 2**30:.1f} GiB are free ({USABLE:.0%} of it usable)")
+            f"{budget.free_bytes / 2**30:.1f} GiB are free ({USABLE:.0%} of it usable{share})")
