@@ -170,6 +170,10 @@ def test_edge_cases_reach_each_dims_largest_odd_value_and_top():
         assert dict(others, **{dim: hi if hi % 2 else hi - 1}) in cases, dim
         assert dict(others, **{dim: hi}) in cases, dim
     assert all(math.prod(c.values()) <= bounds.budget for c in cases)
+    # and one case large in every dim at once: the longest K with a whole tile of outputs, where a too-narrow
+    # accumulator shows (one output element alone can stay inside its budget)
+    full = [c for c in cases if c["M"] > 1 and c["N"] > 1]
+    assert full == [{"M": 35, "N": 35, "K": 1099}]
 
 
 def test_random_draws_alone_rarely_reach_the_top_odd_values():
