@@ -25,11 +25,12 @@ class ProblemError(ValueError):
 class DtypeSpec:
     name: str            # the name users type: bfloat16, float16, float32, tf32, ...
     torch: str           # the storage dtype handed to make_inputs
-    k_norm: float
-    k_elem: float
-    floor: float
+    k_norm: float        # norm-wise: at most k_norm times torch's own error (harness/judge/check.py)
+    k_elem: float        # element-wise: roundings at the dtype's own precision before the output's, in u * scale
+    floor: float         # norm-wise floor, in u * scale, for where torch happens to be exact
     tf32: bool = False
     exact: bool = False  # integer problems: the answer must match bit for bit
+    k_acc: float = 8192.0   # element-wise: fp32 accumulation and epilogue error, in 2**-24 * scale
 
     @property
     def unit_roundoff(self) -> float:
@@ -60,6 +61,7 @@ class Problem:
     flops_expr: str
     bytes_expr: str
     output_layout: str = "contiguous"   # "contiguous" (a new row-major tensor) or "any" strides
+    baseline_paths: dict = field(default_factory=dict)   # label -> the file, found by harness.discover
     raw: dict = field(repr=False, default_factory=dict)
     _module: ModuleType | None = field(default=None, repr=False)
 
@@ -177,13 +179,14 @@ def load_problem(root: Path) -> Problem:
 def _dtype_spec(path, name, spec) -> DtypeSpec:
     if not isinstance(spec, dict) or "torch" not in spec:
         raise ProblemError(f"{path}: dtypes.{name} must be a mapping with a 'torch' key")
-    known = {"torch", "k_norm", "k_elem", "floor", "tf32", "exact"}
+    known = {"torch", "k_norm", "k_elem", "k_acc", "floor", "tf32", "exact"}
     unknown = set(spec) - known
     if unknown:
         raise ProblemError(f"{path}: dtypes.{name} has unknown keys {sorted(unknown)}; known: {sorted(known)}")
     return DtypeSpec(name=name, torch=spec["torch"], k_norm=float(spec.get("k_norm", 4)),
                      k_elem=float(spec.get("k_elem", 8)), floor=float(spec.get("floor", 2)),
-                     tf32=bool(spec.get("tf32", False)), exact=bool(spec.get("exact", False)))
+                     tf32=bool(spec.get("tf32", False)), exact=bool(spec.get("exact", False)),
+                     k_acc=float(spec.get("k_acc", 8192)))
 
 
 def _fuzz_bounds(path, device, spec, dims) -> FuzzBounds:

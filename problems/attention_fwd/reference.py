@@ -82,9 +82,17 @@ def error_scale(q, k, v, causal):
     D-term fp32 dot product, ~1e-5 absolute at |s| ~ 100 here (measured), a relative error of 1e-5 on p, under 5%
     of fp16's u; a term like |v| * |s| * u would have budgeted (and so allowed) scores rounded to bf16/fp16, the bug
     these inputs are made to catch. Fully masked rows get scale 0 (their output must be exactly 0). Called on
-    float64 inputs."""
+    float64 inputs.
+
+    Below fp16's normal range the rounding of a probability is absolute, not relative: an unnormalized p~ = exp(s -
+    m) < 2**-14 is an fp16 subnormal, off by up to 2**-25, which is u/2 (2**-12) times 2**-13 / l = 2**-13 * max_j
+    p_ij. So each visible key counts at least that much. Measured on an H100 without this term: fp16 SDPA (torch's
+    own) and the shipped triton_flash were off by 2-4 subnormal steps on rows with few keys (Sk = 3, 5) whose
+    outputs are themselves subnormal. Masked keys stay 0 (an honest kernel's exp(-inf) is exactly 0)."""
     p = _probabilities(q, k, causal)
     group = q.shape[1] // v.shape[1]
+    floor = 2.0**-13 * p.amax(dim=-1, keepdim=True)
+    p = torch.where(p > 0, torch.maximum(p, floor), p)
     return torch.matmul(p, v.abs().repeat_interleave(group, dim=1))
 
 
