@@ -7,7 +7,7 @@ import torch
 
 from harness import protocol
 from harness.inputs import make_inputs
-from harness.judge import check, fuzz, replies, scoring
+from harness.judge import check, conventions, fuzz, replies, scoring
 from harness.judge.bench import BaselineFailed, Schedule, TimingRejected
 from harness.judge.isolate import Child, ChildFailed
 from harness.judge.oracle import expected_for
@@ -22,7 +22,7 @@ def start_baseline_worker(problem, device: str) -> Child:
     """The clean worker: the problem's baselines and nothing of any candidate. (That each baseline exists was
     checked when the problem was loaded: harness.discover.)"""
     try:
-        return Child(problem.id, None, "torch", device, role="baseline")
+        return Child(problem, None, "torch", device, role="baseline")
     except ChildFailed as exc:
         raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
 
@@ -114,7 +114,7 @@ def _spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
         found = check.structural_reasons(header["meta"], expected, judge.device, judge.problem.output_layout)
         if not found:
             out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(judge.device)
-            found = check.value_reasons(out, expected, spec)
+            found = conventions.value_reasons(out, expected, spec)
         for r in found:
             r.detail = f"[timed call, {spec.name} {shape}] {r.detail}"
             r.repro = fuzz.repro(record, spec, shape, header["seed"])
