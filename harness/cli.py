@@ -1,4 +1,4 @@
-"""The `gauntlet` command: list, eval, run, report.
+"""The `gauntlet` command: list, eval, run, report, mutate.
 
 Exit codes (scripts and agent loops depend on them): 0 pass, 1 rejected (any verdict but pass; for `run`, any
 shipped solution that neither passed nor was unsupported), 2 usage error (unknown problem, missing file, bad flag).
@@ -22,8 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-        _import_everything()
-        return args.func(args)
+        previous = discover.use(_search_path(args))
+        try:
+            _import_everything()
+            return args.func(args)
+        finally:
+            discover.use(previous)
     except (UsageError, ProblemError, ValueError) as exc:
         # Whose fault: a problem file that breaks the contract is its author's; everything else here is the user's.
         blame = "problem" if isinstance(exc, ProblemError) else "user"
@@ -46,12 +50,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     ls = sub.add_parser("list", help="problems, dtypes, solutions, and which backends this machine can run")
+    _search(ls)
     ls.set_defaults(func=cmd_list)
 
     ev = sub.add_parser("eval", help="judge one candidate file (or shipped solution name) on one problem")
     ev.add_argument("problem")
     ev.add_argument("file", help="a solution file path, or the name of a shipped solution")
     _common(ev)
+    _search(ev)
     ev.add_argument("--case", help="replay one case, as printed in a failure's repro line")
     ev.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     ev.set_defaults(func=cmd_eval)
@@ -60,16 +66,52 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--problem", action="append", help="limit to these problems (repeatable)")
     run.add_argument("--solution", action="append", help="limit to these solution names (repeatable)")
     _common(run)
+    _search(run)
     run.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
     run.add_argument("--fresh", action="store_true", help="start the results file over instead of resuming")
     run.add_argument("--report", metavar="DIR", help="also write the leaderboard into DIR")
     run.set_defaults(func=cmd_run)
+
+    mut = sub.add_parser("mutate", help="plant small bugs in a Triton solution's kernels and count how many the "
+                                        "judge catches (a measure of the correctness net)")
+    mut.add_argument("problem")
+    mut.add_argument("file", help="a Triton solution file path, or the name of a shipped solution")
+    _search(mut)
+    mut.add_argument("--max", type=_positive, default=40, dest="max_mutants",
+                     help="judge at most N mutants, chosen by --seed (default 40)")
+    mut.add_argument("--seed", type=_seed, default=0, help="picks the mutants and seeds the fuzzing (default 0)")
+    mut.add_argument("--examples", type=_positive, default=5,
+                     help="Hypothesis examples per dtype, after the domain's edge cases (default 5)")
+    mut.add_argument("--dtype", action="append", help="limit to these dtypes (repeatable)")
+    mut.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="default: cpu")
+    mut.add_argument("--timeout", type=_seconds, default=60.0, help="seconds allowed per call (default 60)")
+    mut.add_argument("--operator", action="append", help="only these mutation operators (repeatable)")
+    mut.add_argument("--list", action="store_true", help="print the chosen mutants and their diffs; judge nothing")
+    mut.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    mut.set_defaults(func=cmd_mutate)
 
     rep = sub.add_parser("report", help="leaderboard (Markdown + HTML) from results files")
     rep.add_argument("results", nargs="+")
     rep.add_argument("-o", "--out-dir", default="reports/out")
     rep.set_defaults(func=cmd_report)
     return p
+
+
+def _search(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--problems", action="append", metavar="PATH",
+                   help="a folder of problem folders, searched before the shipped ones (repeatable; replaces "
+                        "GAUNTLET_PROBLEMS and [tool.gauntlet] problems in pyproject.toml)")
+    p.add_argument("--solutions", action="append", metavar="PATH",
+                   help="a folder of <problem>/<name>.py solutions (repeatable; default: the solutions/ folder "
+                        "beside each problems folder)")
+
+
+def _search_path(args):
+    """The search path for commands that take --problems; None (resolved on use) for the others."""
+    if not hasattr(args, "problems"):
+        return None
+    from harness import searchpath
+    return searchpath.resolve(problems=args.problems, solutions=args.solutions)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -128,6 +170,8 @@ def _device(args) -> str:
     device = args.device or backends.default_device()
     if device == "cuda" and not backends.cuda_available():
         raise UsageError("--device cuda: no CUDA device on this machine")
+    from harness.judge import memory
+    memory.judges_per_gpu()          # a malformed GAUNTLET_JUDGES_PER_GPU is a usage error, said before any judging
     return device
 
 
@@ -143,8 +187,13 @@ def cmd_list(args) -> int:
             cells.append(f"{d}: {'yes' if ok else 'no (' + why + ')'}")
         print(f"  {b:<7} " + "; ".join(cells))
     print()
+    _print_search_path(discover.search_path())
+    located = discover.locate_problems()
     for problem in discover.all_problems():
         print(f"{problem.id}: {problem.title}")
+        where = located[problem.id]
+        if not where.shipped:
+            print(f"  folder:    {where.folder}" + (f" (shadows the shipped {problem.id})" if where.shadows else ""))
         print(f"  dtypes:    {', '.join(problem.dtypes)}")
         print(f"  baselines: {', '.join(f'{k}={v}' for k, v in problem.baselines.items())}")
         for s in discover.solutions_for(problem.id):
@@ -162,7 +211,8 @@ def cmd_eval(args) -> int:
     _check_dtypes(opts.dtypes, [problem])
     if opts.case:
         from harness.judge import fuzz
-        fuzz.check_case(opts.case, problem, device)      # a usage error, before any process starts
+        widest = max(problem.dtypes[d].torch_dtype().itemsize for d in (opts.dtypes or problem.dtypes))
+        fuzz.check_case(opts.case, problem, device, widest)      # a usage error, before any process starts
     if device == "cuda" and opts.timing and not opts.case:
         opts.peaks = _peaks(problem)
     record = _evaluate_or_record(evaluate, problem, solution, opts)
@@ -236,6 +286,49 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_mutate(args) -> int:
+    """Exit 0 when every judged mutant was caught, 1 when one escaped or the original itself fails."""
+    from harness.judge import mutants, mutate
+    if args.device == "cuda" and not backends.cuda_available():
+        raise UsageError("--device cuda: no CUDA device on this machine")
+    problem = discover.get_problem(args.problem)
+    solution = discover.get_solution(problem.id, args.file)
+    unknown = [op for op in args.operator or () if op not in mutants.OPERATORS]
+    if unknown:
+        raise UsageError(f"unknown mutation operator(s) {unknown}; known: {', '.join(mutants.OPERATORS)}")
+    settings = mutate.Settings(device=args.device, examples=args.examples, seed=args.seed,
+                               max_mutants=args.max_mutants, dtypes=tuple(args.dtype) if args.dtype else None,
+                               timeout_s=args.timeout, operators=tuple(args.operator or mutants.OPERATORS))
+    if args.list:
+        chosen, produced = mutate.plan(solution, settings)
+        original = solution.path.read_text()
+        if args.json:
+            print(json.dumps({"schema": mutate.SCHEMA, "problem": problem.id, "solution": solution.name,
+                              "produced": produced, "mutants": [
+                                  {"id": i, "operator": m.operator, "description": m.description, "line": m.line,
+                                   "function": m.function, "diff": m.diff(original, solution.path.name)}
+                                  for i, m in enumerate(chosen)]}))
+        else:
+            print(f"{len(chosen)} of {produced} mutants (seed {args.seed}):")
+            for i, m in enumerate(chosen):
+                print(f"\n#{i} {m.operator} (line {m.line}, {m.function}): {m.description}")
+                print(m.diff(original, solution.path.name).rstrip())
+        return 0
+
+    def progress(i, n, entry):
+        codes = ",".join(entry["codes"])
+        print(f"[{i}/{n}] line {entry['line']} {entry['operator']}: {entry['outcome']}"
+              f"{' (' + codes + ' on ' + entry['dtype'] + ')' if codes else ''} in {entry['elapsed_s']:.1f}s",
+              file=sys.stderr, flush=True)
+
+    report = mutate.run(problem, solution, settings, progress=progress)
+    if args.json:
+        print(json.dumps(report, default=str))
+    else:
+        print(mutate.render(report))
+    return 0 if report["verdict"] == "all_caught" else 1
+
+
 # --- helpers ---------------------------------------------------------------------------------------------------
 
 def _import_everything() -> None:
@@ -248,6 +341,16 @@ def _import_everything() -> None:
     for info in pkgutil.iter_modules(harness.judge.__path__):
         importlib.import_module(f"harness.judge.{info.name}")
     import reports.leaderboard  # noqa: F401
+
+
+def _print_search_path(sp) -> None:
+    """Where problems and solutions were looked for, and why (harness.searchpath has the rules)."""
+    origins = dict(sp.origins)
+    for key in ("problems", "solutions"):
+        mine = [str(p) for p in getattr(sp, key)]
+        mine = [", ".join(mine) + f" ({origins[key]})"] if mine else []
+        print(f"{key} from: " + ("; ".join(mine + (["shipped"] if sp.shipped else [])) or "nowhere"))
+    print()
 
 
 def _evaluate_or_record(evaluate, problem, solution, opts):
@@ -290,6 +393,8 @@ def _print_record(record) -> None:
     print(f"{record.problem} / {record.solution} [{record.backend}] on {record.device}: {record.verdict.upper()}")
     for name, c in record.cases.items():
         print(f"  {name:<9} {c['examples']} examples, {c['calls']} calls: {c['status']}")
+        for kernel in (k for k in c.get("kernels", []) if "[autotune:" in k):   # which config the CPU ran
+            print(f"  {'':<9} ran {kernel}")
     for name, why in record.skipped.items():
         print(f"  {name:<9} skipped: {why}")
     for r in record.reasons:

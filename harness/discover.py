@@ -1,5 +1,12 @@
 """Find problems and solutions on disk. No registry: a folder is a problem, a file is a solution.
 
+Where to look is harness.searchpath's business (the user's folders, then the shipped ones); this module says what
+is there. An id found twice is settled here, the same way everywhere:
+- a problem of the user's with the id of a shipped one shadows it, and takes the shipped solutions of that id out
+  with it (they were written against the shipped contract); `gauntlet list` says so;
+- the same problem id in two of the user's own folders, or the same solution name twice for one problem, is an
+  error naming both files: which one is meant cannot be guessed, and results are keyed by these names.
+
 Solutions are read statically (their BACKEND and DTYPES are parsed from the source with `ast`), so listing or
 planning a run never executes candidate code in the trusted process.
 """
@@ -10,9 +17,11 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import searchpath
 from harness.problem import Problem, ProblemError, load_problem
+from harness.searchpath import SearchPath, SearchPathError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = searchpath.PACKAGE_ROOT       # the folder holding the harness package (a checkout, or site-packages)
 BACKENDS = ("torch", "triton", "cupy", "cute")
 
 
@@ -30,17 +39,72 @@ class SolutionInfo:
     error: str | None = None   # the file does not parse: file, line and the offending text
 
 
+@dataclass(frozen=True)
+class Located:
+    """Where a problem id was found."""
+    folder: Path
+    shipped: bool                    # one of Gauntlet's own
+    shadows: Path | None = None      # the shipped problem folder of the same id that this one hides
+
+
+# --- the search path in force ----------------------------------------------------------------------------------
+
+_active: SearchPath | None = None
+
+
+def use(path: SearchPath | None) -> SearchPath | None:
+    """Make `path` the search path of this process (the CLI with its --problems, the pytest plugin for its
+    session); None goes back to resolving from the environment and the cwd's pyproject.toml on each call. Returns
+    the one it replaces, so a caller can put it back."""
+    global _active
+    previous, _active = _active, path
+    return previous
+
+
+def search_path() -> SearchPath:
+    return _active if _active is not None else searchpath.resolve()
+
+
 def problems_dir() -> Path:
-    return ROOT / "problems"
+    """Gauntlet's shipped problems folder (problems/ in a checkout)."""
+    return searchpath.shipped_folders()[0]
 
 
 def solutions_dir() -> Path:
-    return ROOT / "solutions"
+    """Gauntlet's shipped solutions folder (solutions/ in a checkout)."""
+    return searchpath.shipped_folders()[1]
 
 
-def problem_ids() -> list[str]:
-    root = problems_dir()
-    return sorted(p.name for p in root.iterdir() if (p / "problem.yaml").is_file()) if root.is_dir() else []
+# --- problems --------------------------------------------------------------------------------------------------
+
+def locate_problems(sp: SearchPath | None = None) -> dict[str, Located]:
+    """Every problem id on the search path and its folder, sorted by id."""
+    sp = sp or search_path()
+    shipped_root = problems_dir().resolve()
+    found: dict[str, Located] = {}
+    for root in sp.problems:
+        for folder in _problem_folders(root):
+            if sp.shipped and folder.parent == shipped_root:
+                continue                              # the shipped folder named as the user's: it stays shipped
+            other = found.get(folder.name)
+            if other is not None:
+                raise SearchPathError(f"problem {folder.name!r} is in two of your problem folders: {other.folder} "
+                                      f"and {folder}; a problem's id is its folder name, so rename one")
+            found[folder.name] = Located(folder, shipped=False)
+    if sp.shipped:
+        for folder in _problem_folders(shipped_root):
+            mine = found.get(folder.name)
+            found[folder.name] = Located(mine.folder, False, shadows=folder) if mine else Located(folder, True)
+    return dict(sorted(found.items()))
+
+
+def _problem_folders(root: Path) -> list[Path]:
+    root = Path(root).resolve()
+    return sorted(p for p in root.iterdir() if (p / "problem.yaml").is_file()) if root.is_dir() else []
+
+
+def problem_ids(sp: SearchPath | None = None) -> list[str]:
+    return list(locate_problems(sp))
 
 
 def _unknown(kind: str, name: str, known: list[str]) -> UsageError:
@@ -49,46 +113,92 @@ def _unknown(kind: str, name: str, known: list[str]) -> UsageError:
     return UsageError(f"unknown {kind} {name!r}{hint}; known: {', '.join(known) or 'none'}")
 
 
-def get_problem(problem_id: str) -> Problem:
-    known = problem_ids()
-    if problem_id not in known:
-        raise _unknown("problem", problem_id, known)
-    return _checked(load_problem(problems_dir() / problem_id))
+def get_problem(problem_id: str, sp: SearchPath | None = None) -> Problem:
+    sp = sp or search_path()
+    located = locate_problems(sp)
+    if problem_id not in located:
+        raise _unknown("problem", problem_id, list(located))
+    return _checked(load_problem(located[problem_id].folder), sp, located[problem_id])
 
 
-def all_problems() -> list[Problem]:
-    return [_checked(load_problem(problems_dir() / pid)) for pid in problem_ids()]
+def all_problems(sp: SearchPath | None = None) -> list[Problem]:
+    sp = sp or search_path()
+    return [_checked(load_problem(loc.folder), sp, loc) for loc in locate_problems(sp).values()]
 
 
-def _checked(problem: Problem) -> Problem:
-    """The problem's baselines are solutions that exist: a typo is the problem author's error, said at load."""
+def _checked(problem: Problem, sp: SearchPath, located: Located) -> Problem:
+    """The problem's baselines are solutions that exist: a typo is the problem author's error, said at load. Their
+    files are kept on the problem (`baseline_paths`), so every process judges against the very same ones."""
+    folders = solution_folders(problem.id, sp, located)
     for label, name in problem.baselines.items():
-        if not isinstance(name, str) or not (solutions_dir() / problem.id / f"{name}.py").is_file():
-            known = [s.name for s in solutions_for(problem.id)]
+        # A baseline may be a _private file: one that `gauntlet run` does not judge as a solution of its own.
+        files = [f / f"{name}.py" for f in folders if isinstance(name, str) and (f / f"{name}.py").is_file()]
+        if not files:
+            where = ", ".join(str(f) for f in folders) or f"solutions/{problem.id}/ (no such folder on the search path)"
+            known = [p.stem for f in folders for p in sorted(f.glob("*.py"))]
             raise ProblemError(f"{problem.root / 'problem.yaml'}: baseline {label!r} names solution {name!r}, "
-                               f"which does not exist in solutions/{problem.id}/; known: {', '.join(known) or 'none'}")
+                               f"which does not exist in {where}; known: {', '.join(known) or 'none'}")
+        if len(files) > 1:
+            raise SearchPathError(f"baseline {name!r} of problem {problem.id!r} is found twice: {files[0]} and "
+                                  f"{files[1]}; rename one")
+        problem.baseline_paths[label] = files[0]
     return problem
 
 
-def solutions_for(problem_id: str) -> list[SolutionInfo]:
-    folder = solutions_dir() / problem_id
-    if not folder.is_dir():
-        return []
-    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
-    return [read_solution(p, problem_id) for p in files]
+def baseline_files(problem: Problem) -> dict[str, Path]:
+    """label -> file of each baseline: as found when the problem was loaded through this module, else looked up on
+    the search path in force (a Problem made with load_problem directly)."""
+    if problem.baselines and not problem.baseline_paths:
+        sp = search_path()
+        located = locate_problems(sp).get(problem.id) or Located(problem.root, shipped=False)
+        _checked(problem, sp, located)
+    return dict(problem.baseline_paths)
 
 
-def get_solution(problem_id: str, name_or_path: str) -> SolutionInfo:
-    """A shipped solution by name, or any file path (an AI-generated candidate, say)."""
+# --- solutions -------------------------------------------------------------------------------------------------
+
+def solution_folders(problem_id: str, sp: SearchPath | None = None, located: Located | None = None) -> list[Path]:
+    """The folders that hold this problem's solutions: <each user solutions folder>/<id>/, then the shipped
+    solutions/<id>/ unless the problem is the user's own."""
+    sp = sp or search_path()
+    located = located or locate_problems(sp).get(problem_id)
+    roots = list(sp.solutions) + ([solutions_dir()] if located is not None and located.shipped else [])
+    out = []
+    for root in roots:
+        folder = (Path(root) / problem_id).resolve()
+        if folder.is_dir() and folder not in out:
+            out.append(folder)
+    return out
+
+
+def _solutions(problem_id: str, sp: SearchPath, located: Located | None) -> list[SolutionInfo]:
+    by_name: dict[str, SolutionInfo] = {}
+    for folder in solution_folders(problem_id, sp, located):
+        for path in sorted(p for p in folder.glob("*.py") if not p.name.startswith("_")):
+            other = by_name.get(path.stem)
+            if other is not None:
+                raise SearchPathError(f"solution {path.stem!r} of problem {problem_id!r} is found twice: {other.path} "
+                                      f"and {path}; results are keyed by problem and solution name, so rename one")
+            by_name[path.stem] = read_solution(path, problem_id)
+    return sorted(by_name.values(), key=lambda s: s.name)
+
+
+def solutions_for(problem_id: str, sp: SearchPath | None = None) -> list[SolutionInfo]:
+    sp = sp or search_path()
+    return _solutions(problem_id, sp, locate_problems(sp).get(problem_id))
+
+
+def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = None) -> SolutionInfo:
+    """A solution on the search path by name, or any file path (an AI-generated candidate, say)."""
     path = Path(name_or_path)
     if path.suffix == ".py" or path.exists():
         if not path.is_file():
             raise UsageError(f"solution file not found: {name_or_path}")
         return read_solution(path.resolve(), problem_id)
-    known = [s.name for s in solutions_for(problem_id)]
-    if name_or_path not in known:
-        raise _unknown(f"solution for {problem_id}", name_or_path, known)
-    return read_solution(solutions_dir() / problem_id / f"{name_or_path}.py", problem_id)
+    found = {s.name: s for s in solutions_for(problem_id, sp)}
+    if name_or_path not in found:
+        raise _unknown(f"solution for {problem_id}", name_or_path, list(found))
+    return found[name_or_path]
 
 
 def read_solution(path: Path, problem_id: str | None = None) -> SolutionInfo:
@@ -114,5 +224,6 @@ def read_solution(path: Path, problem_id: str | None = None) -> SolutionInfo:
     return SolutionInfo(path.stem, path, backend, dtypes, problem_id)
 
 
-__all__ = ["BACKENDS", "ProblemError", "SolutionInfo", "UsageError", "all_problems", "get_problem",
-           "get_solution", "problem_ids", "read_solution", "solutions_for"]
+__all__ = ["BACKENDS", "Located", "ProblemError", "SearchPathError", "SolutionInfo", "UsageError", "all_problems",
+           "baseline_files", "get_problem", "get_solution", "locate_problems", "problem_ids", "read_solution",
+           "search_path", "solution_folders", "solutions_for", "use"]

@@ -18,6 +18,7 @@ CODES = {
     "output_retained": ("fail", "the output's memory is still held by the candidate after the call (module state, "
                                 "or a buffer shared with another call's output)"),
     "input_mutated": ("fail", "an input changed during the call"),
+    "out_of_bounds_write": ("fail", "the call wrote into the guard bands just before or after an input"),
     "stale_output": ("fail", "the answer belongs to an earlier call, not this one"),
     "forbidden_op": ("fail", "a non-torch backend computed with a library op (matmul, attention, ...)"),
     "tampering": ("fail", "the candidate patched the harness, torch's checking functions or the timers"),

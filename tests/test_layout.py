@@ -4,8 +4,9 @@ import ast
 from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
-SHARED = {"harness.protocol", "harness.problem", "harness.inputs", "harness.discover", "harness.reasons",
-          "harness.gpu", "harness.backends", "harness.backends.triton_interpreter"}
+SHARED = {"harness.protocol", "harness.problem", "harness.inputs", "harness.discover", "harness.searchpath",
+          "harness.reasons", "harness.gpu", "harness.backends", "harness.backends.triton_interpreter",
+          "harness.backends.triton_casts", "harness.backends.triton_autotune"}
 
 
 def _imports(path: Path) -> set[str]:

@@ -273,3 +273,50 @@ def poison(out) -> None:
             out.fill_(float("nan") if out.is_floating_point() else -1)
         except RuntimeError:
             pass
+
+
+# --- guard bands around the inputs ---------------------------------------------------------------------------
+
+BAND_BYTES = 512     # a multiple of 256: the input's address keeps the alignment its allocation had
+
+
+def banded(inputs: tuple) -> tuple[tuple, list]:
+    """Each tensor input re-homed in the middle of a larger buffer whose ends are filled with 0xFF bytes (NaN in
+    every float format, -1 in signed integers). A kernel that reads past either end of an input then reads poison
+    rather than whatever the allocator put there: on the CPU that was often a zero, right by accident (an expert
+    offset read at index -1, found by `gauntlet mutate`), on the GPU another tensor's data. Returns the inputs and
+    the bands to check after the call (`bands_changed`): a write past an input's end is caught there. Values,
+    shapes, strides and alignment are those of the original inputs; timed calls get the same inputs, so a
+    candidate cannot tell the two apart by them."""
+    out, bands = [], []
+    for x in inputs:
+        if type(x) is not torch.Tensor or x.numel() == 0 or x.layout != torch.strided:   # noqa: E721
+            out.append(x)
+            bands.append(None)
+            continue
+        item = x.element_size()
+        band = BAND_BYTES // item
+        span = x.untyped_storage().nbytes() // item
+        flat = torch.empty(2 * band + span, dtype=x.dtype, device=x.device)
+        flat.view(torch.uint8).fill_(0xFF)
+        inner = flat[band:band + span]
+        inner.untyped_storage()          # same storage as flat
+        whole = x.as_strided((span,), (1,), 0)
+        inner.copy_(whole)
+        out.append(flat.as_strided(x.shape, x.stride(), band + x.storage_offset()))
+        bands.append((flat, band, span))
+    return tuple(out), bands
+
+
+def bands_changed(bands: list) -> list[int]:
+    """Indices of the inputs whose guard bands no longer hold only 0xFF bytes."""
+    changed = []
+    for i, b in enumerate(bands):
+        if b is None:
+            continue
+        flat, band, span = b
+        raw = flat.view(torch.uint8)
+        n = band * flat.element_size()
+        if not (bool((raw[:n] == 0xFF).all()) and bool((raw[raw.numel() - n:] == 0xFF).all())):
+            changed.append(i)
+    return changed

@@ -2,27 +2,32 @@
 runs calls on request. It judges nothing.
 
 Started by harness.judge.isolate as
-`python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM SOLUTION_PATH BACKEND DEVICE`, with stdout/stderr sent to
-a log file. The baseline worker never imports candidate code, so nothing a candidate does to its own process
-(patched functions, environment, torch switches, threads) reaches the baselines' times. For each request the
+`python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR SOLUTION_PATH BACKEND DEVICE BASELINES_JSON`, with
+stdout/stderr sent to a log file. The problem and its baselines come as the files the parent resolved (a folder, and
+{label: file}), never as names to look up again: the worker judges against exactly what the parent loaded, wherever
+it lives (a user's project, a checkout, site-packages). The baseline worker never imports candidate code, so
+nothing a candidate does to its own process (patched functions, environment, torch switches, threads) reaches the
+baselines' times. For each request the
 worker regenerates inputs from the seed it is given, calls, and sends back output bytes plus what it observed
 (the profiler's kernels and ops, state changes, threads). The parent computes every verdict.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 import traceback
+from pathlib import Path
 
 from harness import protocol
 
 
 def main(argv: list[str]) -> int:
     req_fd, resp_fd = int(argv[0]), int(argv[1])
-    role, problem_id, path, backend, device = argv[2:7]
+    role, problem_dir, path, backend, device, baselines = argv[2:8]
     from harness import backends
     backends.prepare_process(backend, device)     # before anything imports triton
-    session = Session(role, problem_id, path, backend, device)
+    session = Session(role, problem_dir, path, backend, device, json.loads(baselines))
     protocol.send(resp_fd, session.start())
     while True:
         try:
@@ -36,8 +41,9 @@ def main(argv: list[str]) -> int:
 
 
 class Session:
-    def __init__(self, role, problem_id, path, backend, device):
-        self.role, self.problem_id, self.path, self.backend, self.device = role, problem_id, path, backend, device
+    def __init__(self, role, problem_dir, path, backend, device, baseline_files):
+        self.role, self.problem_dir, self.path, self.backend, self.device = role, problem_dir, path, backend, device
+        self.baseline_files = baseline_files      # label -> file, as the parent resolved them
         self.solve = None
         self.watch = self.snapshot = None
         self.benches: dict = {}
@@ -46,15 +52,16 @@ class Session:
     def start(self) -> dict:
         import torch  # noqa: F401 - import torch before the candidate so its patches are visible as changes
 
-        from harness import backends, discover
+        from harness import backends
         from harness.child import guard, state
+        from harness.problem import load_problem
         try:
             # Everything this process will run on the harness's behalf is imported now, before the candidate can
             # touch a file: the harness's modules, the problem's reference and the baselines.
             guard.import_harness()
-            self.problem = discover.get_problem(self.problem_id)
+            self.problem = load_problem(Path(self.problem_dir))
             self.problem.module()
-            self.baselines = _load_baselines(self.problem) if self.role == "baseline" else {}
+            self.baselines = _load_baselines(self.baseline_files) if self.role == "baseline" else {}
             backends.after_import(self.backend, self.device)
         except Exception:  # noqa: BLE001
             return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}
@@ -115,10 +122,15 @@ class Session:
         header["state"] = self.watch.changed() + self.snapshot.changes()
         return header, blobs
 
-    def _inputs(self, request, seed):
+    def _inputs(self, request, seed, bands: list | None = None):
+        """The call's inputs, each inside guard bands (guard.banded); `bands`, when given, receives them."""
+        from harness.child import guard
         from harness.inputs import make_inputs
         spec = self.problem.dtype(request["dtype"])
-        return spec, make_inputs(self.problem, request["shape"], spec, seed, self.device)
+        inputs, made = guard.banded(make_inputs(self.problem, request["shape"], spec, seed, self.device))
+        if bands is not None:
+            bands.extend(made)
+        return spec, inputs
 
     def run_case(self, request: dict):
         import torch
@@ -126,7 +138,8 @@ class Session:
         from harness.child import guard
         from harness.child.profiling import CallProfiler
         from harness.inputs import matmul_precision
-        spec, inputs = self._inputs(request, request["seed"])
+        bands: list = []
+        spec, inputs = self._inputs(request, request["seed"], bands)
         cuda = self.device == "cuda"
         threads = guard.live_threads()
         if cuda:
@@ -153,6 +166,7 @@ class Session:
             tampering.append(f"persisting L2 carve-out of {l2} bytes set (defeats the L2 flush)")
             guard.reset_persisting_l2()
         header = {"ok": True, "meta": header_meta, "input_digests": [protocol.digest(x) for x in inputs],
+                  "bands_changed": guard.bands_changed(bands),
                   "tampering": tampering, "background": background, "calls": [prof.observed()]}
         if payload is None:
             return header, []
@@ -248,11 +262,9 @@ def _declared_kernels(module) -> list[str]:
     return sorted({n for n in names if n})[:200]
 
 
-def _load_baselines(problem) -> dict:
-    from harness.discover import solutions_dir
+def _load_baselines(files: dict) -> dict:
     from harness.problem import load_module
-    return {label: load_module(solutions_dir() / problem.id / f"{name}.py", f"gauntlet_baseline_{label}")
-            for label, name in problem.baselines.items()}
+    return {label: load_module(Path(path), f"gauntlet_baseline_{label}") for label, path in files.items()}
 
 
 def _describe(module, inputs) -> str:

@@ -10,31 +10,44 @@ import hashlib
 import re
 from pathlib import Path
 
+from harness import discover
 from harness.discover import ROOT
 
 _SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 
 
-def watched_paths(problem_id: str, baselines: list[str], root: Path = ROOT) -> list[Path]:
+def watched_paths(problem) -> list[Path]:
     """What a candidate could edit on disk to sway this or a later judgement: the harness and report code, this
-    problem's two files, its baseline solutions, and the pytest/packaging config. Kept narrow on purpose: a user editing their
-    own solution (or another problem) while a run goes on must not get an innocent candidate blamed."""
-    paths = [root / "harness", root / "reports", root / "problems" / problem_id, root / "conftest.py",
-             root / "pyproject.toml"]
-    return paths + [root / "solutions" / problem_id / f"{name}.py" for name in baselines]
+    problem's folder (wherever the search path found it: the user's project, a checkout, site-packages), its
+    baseline files, the checkout's pytest/packaging config, and the user's pyproject.toml whose [tool.gauntlet]
+    says where problems are. Kept narrow on purpose: a user editing their own solution (or another problem) while a
+    run goes on must not get an innocent candidate blamed."""
+    paths = [ROOT / "harness", ROOT / "reports", Path(problem.root), ROOT / "conftest.py", ROOT / "pyproject.toml"]
+    config = discover.search_path().config
+    return paths + ([config] if config else []) + list(discover.baseline_files(problem).values())
 
 
 def source_tree_digest(paths: list[Path], root: Path = ROOT) -> dict[str, str]:
+    """file -> hash, each file named relative to `root` where it lies under it (problems/gemm/reference.py in a
+    checkout), else by its absolute path (a user's problem)."""
     digests = {}
     for base in paths:
         files = [base] if base.is_file() else (sorted(base.rglob("*")) if base.is_dir() else [])
         for path in files:
             if path.is_file() and not _SKIP_PARTS.intersection(path.parts):
                 try:
-                    digests[str(path.relative_to(root))] = hashlib.sha1(path.read_bytes()).hexdigest()
-                except (OSError, ValueError):
+                    digests[_name(path, root)] = hashlib.sha1(path.read_bytes()).hexdigest()
+                except OSError:
                     continue
     return digests
+
+
+def _name(path: Path, root: Path) -> str:
+    path = path.resolve()
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def tree_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from harness import backends, protocol
-from harness.judge import audit, check, failures, fingerprint, fuzz, kernels, replies, scoring, timed
+from harness.judge import audit, check, conventions, failures, fingerprint, fuzz, kernels, memory, replies, scoring, timed
 from harness.protocol import digest
 from harness.discover import SolutionInfo
 from harness.judge.isolate import Child, ChildFailed
@@ -101,7 +101,7 @@ class Judge:
         reasons += check.structural_reasons(header["meta"], expected, self.device, self.problem.output_layout)
         if not reasons:
             out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(self.device)
-            value = check.value_reasons(out, expected, spec)
+            value = conventions.value_reasons(out, expected, spec)     # any admitted quantization convention
             if value and self._is_stale(out, key, spec):
                 value = [Reason("stale_output", "the output matches the answer to an earlier call with other "
                                                 "inputs, not this call's")]
@@ -115,7 +115,7 @@ class Judge:
         (integer) outputs of a few elements can equal an earlier answer by chance, so those need 16 or more."""
         if spec.exact and out.numel() < 16:
             return False
-        return any(k == key and check.matches(out, old, spec) for k, old in self.history)
+        return any(k == key and conventions.matches(out, old, spec) for k, old in self.history)
 
     def _guard_reasons(self, header: dict, inputs: tuple, expected, shape: dict) -> list[Reason]:
         reasons = []
@@ -136,6 +136,9 @@ class Judge:
         if escaped:
             reasons.append(Reason("background_work", f"process(es) {escaped[:5]} escaped the candidate's process "
                                                      "group and are still running"))
+        if header.get("bands_changed"):
+            reasons.append(Reason("out_of_bounds_write", f"input(s) {header['bands_changed']}: the call wrote into "
+                                                         "the memory just before or after them"))
         mutated = [i for i, (x, d) in enumerate(zip(inputs, header.get("input_digests", []))) if digest(x) != d]
         if mutated or len(header.get("input_digests", [])) != len(inputs):
             reasons.append(Reason("input_mutated", f"input(s) {mutated} differ from their pristine copies after "
@@ -159,7 +162,7 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
         code = "unsupported" if solution.backend in backends.BACKENDS else "import_error"
         record.reasons.append(Reason(code, why).to_json())
     elif dtypes:
-        watched = audit.watched_paths(problem.id, list(problem.baselines.values()))
+        watched = audit.watched_paths(problem)
         tree = audit.source_tree_digest(watched)
         _judge_all(problem, solution, opts, record, dtypes)
         changes = audit.tree_changes(tree, audit.source_tree_digest(watched))
@@ -218,7 +221,7 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
 
 def _start_judge(problem, solution, opts, record, base) -> Judge | None:
     try:
-        child = Child(problem.id, solution.path, solution.backend, opts.device)
+        child = Child(problem, solution.path, solution.backend, opts.device)
     except ChildFailed as exc:
         if exc.reason.to_json() not in record.reasons:
             record.reasons.append(exc.reason.to_json())
@@ -258,10 +261,11 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
                 counts["replayed"] = counts.get("replayed", 0) + 1
                 run_case(shape, case_seed)          # a case that failed before is tried first
             bounds = problem.fuzz.get(opts.device) or problem.fuzz["cpu"]
-            for i, shape in enumerate(fuzz.edge_cases(bounds, getattr(problem.module(), "valid_shape", None))):
+            fits = _fits(problem, spec, opts)
+            for i, shape in enumerate(fuzz.edge_cases(bounds, getattr(problem.module(), "valid_shape", None), fits)):
                 counts["edges"] = counts.get("edges", 0) + 1
                 run_case(shape, (record.seed + 7919 * (i + 1)) % 2**31)     # then the domain's ends
-            _hypothesis_loop(problem, spec, opts, record, run_case)()
+            _hypothesis_loop(problem, spec, opts, record, run_case, fits)()
     except Abort as exc:
         counts["status"] = exc.reason.code
         shape, seed = current.get("shape"), current.get("seed")
@@ -283,7 +287,12 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
     return []
 
 
-def _hypothesis_loop(problem, spec, opts, record, run_case):
+def _fits(problem, spec: DtypeSpec, opts):
+    """The device's memory as a bound on the cases (harness.judge.memory): read when the dtype's judgement starts."""
+    return memory.fits_predicate(problem, spec.torch_dtype().itemsize, memory.device_budget(opts.device))
+
+
+def _hypothesis_loop(problem, spec, opts, record, run_case, fits=None):
     valid = getattr(problem.module(), "valid_shape", None)
     bounds = problem.fuzz.get(opts.device) or problem.fuzz["cpu"]
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if opts.shrink else [])
@@ -291,7 +300,7 @@ def _hypothesis_loop(problem, spec, opts, record, run_case):
     @settings(max_examples=opts.examples, deadline=None, database=None,
               phases=phases, derandomize=False, print_blob=False, verbosity=Verbosity.quiet,
               report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
-    @given(shape=fuzz.shapes(bounds, valid), case_seed=fuzz.seeds())
+    @given(shape=fuzz.shapes(bounds, valid, fits), case_seed=fuzz.seeds())
     def fuzz_cases(shape, case_seed):
         run_case(shape, case_seed)
 

@@ -1,7 +1,9 @@
 """Failing cases, kept and replayed first. Hypothesis' own example database is switched off by the `@seed` that
 makes each judgement reproducible (hypothesis.seed sets database=None), so the judge keeps its own: the shrunk
-failing (shape, seed) of each candidate file, problem, dtype and device, in .gauntlet/failures/. The next judgement
-of that file replays them before fuzzing, so a fix is checked against the case that broke it.
+failing (shape, seed) of each candidate file, problem, dtype and device, in .gauntlet/failures/ of the user's project
+(harness.searchpath: the folder of the pyproject.toml above the current directory, else the current directory),
+never beside an installed package. The next judgement of that file replays them before fuzzing, so a fix is checked
+against the case that broke it.
 """
 from __future__ import annotations
 
@@ -10,15 +12,19 @@ import json
 import os
 from pathlib import Path
 
-from harness.discover import ROOT
+from harness import discover
 
-DIR = ROOT / ".gauntlet" / "failures"
+DIR: Path | None = None     # where the cases are kept; None: <project>/.gauntlet/failures (set by tests)
 KEEP = 20          # per file: the newest failing cases
+
+
+def folder() -> Path:
+    return DIR if DIR is not None else discover.search_path().project / ".gauntlet" / "failures"
 
 
 def _path(problem_id: str, solution_path, dtype: str, device: str) -> Path:
     key = hashlib.sha256(str(Path(solution_path).resolve()).encode()).hexdigest()[:16]
-    return DIR / problem_id / f"{Path(solution_path).stem}-{key}-{dtype}-{device}.json"
+    return folder() / problem_id / f"{Path(solution_path).stem}-{key}-{dtype}-{device}.json"
 
 
 def load(problem_id: str, solution_path, dtype: str, device: str) -> list[tuple[dict, int]]:

@@ -8,7 +8,8 @@ import functools
 import hashlib
 from pathlib import Path
 
-from harness.discover import ROOT, solutions_dir
+import harness
+from harness import discover
 
 
 def _sha(paths) -> str:
@@ -25,8 +26,9 @@ def _sha(paths) -> str:
 
 @functools.lru_cache(maxsize=1)
 def harness_digest() -> str:
-    """Every source file of the harness: a changed check or timing method can change a verdict."""
-    return _sha(sorted((ROOT / "harness").rglob("*.py")))
+    """Every source file of the harness package (wherever it was imported from): a changed check or timing method
+    can change a verdict."""
+    return _sha(sorted(Path(harness.__file__).resolve().parent.rglob("*.py")))
 
 
 def fingerprint(problem, solution, opts) -> dict:
@@ -36,8 +38,7 @@ def fingerprint(problem, solution, opts) -> dict:
                "max_shapes": opts.max_shapes, "shapes": opts.shapes}
     return {"solution": _sha([solution.path]),
             "problem": _sha([problem.root / "problem.yaml", problem.reference_path]),
-            "baselines": _sha([solutions_dir() / problem.id / f"{name}.py"
-                               for name in sorted(problem.baselines.values())]),
+            "baselines": _sha(sorted(discover.baseline_files(problem).values(), key=lambda path: path.stem)),
             "harness": harness_digest(), "options": options}
 
 

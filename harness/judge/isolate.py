@@ -7,6 +7,7 @@ run goes on: the parent's own CUDA context is never touched by the child's fault
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,8 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import protocol
-from harness.discover import ROOT
+from harness import discover, protocol
 from harness.reasons import CODES, Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
@@ -90,22 +90,43 @@ class ChildFailed(Exception):
         self.reason = reason
 
 
+def _worker_env(home: str) -> dict:
+    """The child's environment: the candidate's own temp dir as HOME and TMPDIR, and an import path on which
+    `harness` is this very package. From a checkout that takes the checkout on PYTHONPATH; an installed package is
+    already on the interpreter's path, and site-packages is not put in front of the standard library."""
+    env = dict(os.environ, HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
+    if not _on_site_path(discover.ROOT):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(discover.ROOT), os.environ.get("PYTHONPATH", "")]))
+    return env
+
+
+def _on_site_path(folder: Path) -> bool:
+    import site
+    sites = site.getsitepackages() + [site.getusersitepackages()]
+    return any(Path(s).resolve() == folder for s in sites if s)
+
+
 class Child:
-    def __init__(self, problem_id: str, path: Path | None, backend: str, device: str, role: str = "candidate"):
+    """`problem`: the Problem the parent loaded (an id is looked up on the search path in force, here, in the
+    parent). The worker is handed the problem's folder and its baselines' files, not names to resolve again."""
+
+    def __init__(self, problem, path: Path | None, backend: str, device: str, role: str = "candidate"):
         self.role, self.backend = role, backend
+        if isinstance(problem, str):
+            problem = discover.get_problem(problem)
+        baselines = discover.baseline_files(problem) if role == "baseline" else {}
         self.tmp = tempfile.TemporaryDirectory(prefix="gauntlet-")
         self.log_path = Path(self.tmp.name) / "child.log"
         req_r, self.req_w = os.pipe()
         self.resp_r, resp_w = os.pipe()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-                   HOME=self.tmp.name, TMPDIR=self.tmp.name, PYTHONUNBUFFERED="1",
-                   PYTHONDONTWRITEBYTECODE="1")
-        env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
+        env = _worker_env(self.tmp.name)
         _become_subreaper()
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.child.worker", str(req_r), str(resp_w), role, problem_id,
-                 str(path or "-"), backend, device],
+                [sys.executable, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
+                 str(Path(problem.root).resolve()), str(path or "-"), backend, device,
+                 json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()})],
                 cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit_files)
         os.close(req_r)

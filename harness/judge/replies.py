@@ -86,6 +86,9 @@ def case(header: dict, nblobs: int, n_inputs: int) -> None:
     _strings(header.get("tampering", []), "'tampering'")
     _strings(header.get("state", []), "'state'")
     _need(isinstance(header.get("background", ""), str), "'background' must be a string")
+    bands = header.get("bands_changed", [])
+    _need(isinstance(bands, list) and all(type(i) is int and 0 <= i < n_inputs for i in bands),
+          f"'bands_changed' must list input indices below {n_inputs}")
     calls(header, 1)
 
 

@@ -56,6 +56,10 @@ def _version(dist: str) -> str | None:
 
 
 def _git_commit() -> str | None:
+    """The commit of the checkout the harness runs from; None for an installed package (its version is recorded
+    instead), so a virtualenv inside some other repository does not lend the harness that repository's commit."""
+    if not (ROOT / ".git").exists():
+        return None
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True,
@@ -70,6 +74,7 @@ def environment(device: str) -> dict:
     env = {
         "host": platform.node(), "python": platform.python_version(), "platform": platform.platform(),
         "torch": torch.__version__, "cuda": torch.version.cuda, "git_commit": _git_commit(),
+        "gauntlet": _version("gauntlet"),
         "triton": _version("triton"), "cupy": _version("cupy-cuda13x") or _version("cupy-cuda12x") or _version("cupy"),
         "cutlass_dsl": _version("nvidia-cutlass-dsl"), "hypothesis": _version("hypothesis"), "device": device,
     }

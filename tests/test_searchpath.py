@@ -1,0 +1,242 @@
+"""The search path for a user's own problems and solutions (harness.searchpath, harness.discover): which setting
+wins, what an id found twice means, where the judge keeps its state, and that the worker judges against the very
+files the parent resolved (not a problem of the same id found again elsewhere)."""
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness import discover, searchpath
+from harness.judge import audit, failures, fingerprint
+from harness.judge.evaluate import Options, evaluate
+from harness.judge.isolate import Child
+from harness.searchpath import SearchPathError, resolve
+
+SHIPPED_PROBLEMS, SHIPPED_SOLUTIONS = searchpath.shipped_folders()
+
+
+@pytest.fixture(autouse=True)
+def _restore_search_path():
+    previous = discover.use(None)
+    yield
+    discover.use(previous)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _project(root: Path, config: str = 'problems = ["kernels/problems"]') -> Path:
+    _write(root / "pyproject.toml", f"[project]\nname = 'mine'\n\n[tool.gauntlet]\n{config}\n")
+    (root / "kernels" / "problems").mkdir(parents=True, exist_ok=True)
+    (root / "kernels" / "solutions").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _copy_problem(src_id: str, dest: Path) -> Path:
+    shutil.copytree(SHIPPED_PROBLEMS / src_id, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+# --- which setting wins --------------------------------------------------------------------------------------------
+
+def test_cli_beats_env_beats_pyproject_and_paths_are_relative_to_their_source(tmp_path, monkeypatch):
+    project = _project(tmp_path)
+    for name in ("from_env", "from_env2", "from_cli"):
+        (tmp_path / name).mkdir()
+    sub = tmp_path / "deep" / "er"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)                  # the pyproject.toml is found by walking up
+
+    by_config = resolve(environ={})
+    assert by_config.problems == ((project / "kernels" / "problems").resolve(),)
+    assert by_config.solutions == ((project / "kernels" / "solutions").resolve(),)     # beside the problems
+    assert by_config.project == project.resolve() and by_config.config == (project / "pyproject.toml").resolve()
+
+    monkeypatch.chdir(tmp_path)
+    env = {"GAUNTLET_PROBLEMS": os.pathsep.join(["from_env", "", "from_env2"])}
+    by_env = resolve(environ=env)
+    assert by_env.problems == ((tmp_path / "from_env").resolve(), (tmp_path / "from_env2").resolve())
+    assert dict(by_env.origins)["problems"] == "set by GAUNTLET_PROBLEMS"
+
+    by_cli = resolve(problems=["from_cli"], environ=env)
+    assert by_cli.problems == ((tmp_path / "from_cli").resolve(),)
+    assert by_cli.solutions == ()           # no solutions/ beside from_cli, and none set anywhere
+    assert by_cli.project == project.resolve()       # state stays in the project whatever the source
+
+
+def test_solutions_key_is_separate_and_shipped_can_be_left_out(tmp_path, monkeypatch):
+    _project(tmp_path, 'problems = "kernels/problems"\nsolutions = ["elsewhere"]\nshipped = false')
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    sp = resolve(environ={})
+    assert sp.solutions == ((tmp_path / "elsewhere").resolve(),) and sp.shipped is False
+    assert resolve(solutions=["kernels/solutions"], environ={}).solutions == \
+        ((tmp_path / "kernels" / "solutions").resolve(),)
+    discover.use(sp)
+    assert discover.problem_ids() == []     # no problems of the user's yet, and the shipped ones are left out
+
+
+def test_without_any_setting_only_the_shipped_problems_are_seen(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sp = resolve(environ={})
+    assert sp.problems == () and sp.solutions == () and sp.shipped and sp.config is None
+    assert sp.project == tmp_path.resolve()      # no pyproject.toml above: the current directory
+    assert "gemm" in discover.problem_ids(sp)
+
+
+@pytest.mark.parametrize(("config", "says"), [
+    ('problem = ["kernels/problems"]', "unknown key(s) ['problem']"),
+    ('problems = ["nowhere"]', "does not exist"),
+    ('problems = ["kernels/problems/p"]', "is one problem"),
+    ("problems = 3", "a path or a list of paths"),
+    ('shipped = "no"', "true or false"),
+    ("problems = [", "not valid TOML"),
+])
+def test_a_bad_tool_gauntlet_table_is_the_users_error_naming_the_file(tmp_path, monkeypatch, config, says):
+    _project(tmp_path, config)
+    _copy_problem("gemm", tmp_path / "kernels" / "problems" / "p")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SearchPathError, match="pyproject.toml") as err:
+        resolve(environ={})
+    assert says in str(err.value)
+
+
+def test_the_nearest_pyproject_with_a_tool_gauntlet_table_is_used(tmp_path, monkeypatch):
+    outer = _project(tmp_path)
+    inner = tmp_path / "pkg"
+    _write(inner / "pyproject.toml", "[project]\nname = 'inner-gauntlet-user'\n")    # no table: skipped
+    monkeypatch.chdir(inner)
+    sp = resolve(environ={})
+    assert sp.config == (outer / "pyproject.toml").resolve() and sp.project == outer.resolve()
+
+
+# --- ids found twice -------------------------------------------------------------------------------------------
+
+def test_a_users_problem_shadows_the_shipped_one_and_drops_its_shipped_solutions(tmp_path):
+    _project(tmp_path)
+    mine = _copy_problem("gemm", tmp_path / "kernels" / "problems" / "gemm")
+    _write(tmp_path / "kernels" / "solutions" / "gemm" / "torch_matmul.py", "BACKEND = 'torch'\n"
+                                                                          "def solve(a, b):\n    return a @ b\n")
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    located = discover.locate_problems(sp)
+    assert located["gemm"].folder == mine.resolve() and located["gemm"].shadows == SHIPPED_PROBLEMS / "gemm"
+    assert located["bmm"].shipped                    # the other shipped problems are still there
+    assert [s.name for s in discover.solutions_for("gemm", sp)] == ["torch_matmul"]   # not triton_tiled & co
+    problem = discover.get_problem("gemm", sp)
+    assert problem.root == mine.resolve()
+    assert problem.baseline_paths == {"cublas": (tmp_path / "kernels/solutions/gemm/torch_matmul.py").resolve()}
+
+
+def test_a_users_kernel_for_a_shipped_problem_joins_the_shipped_solutions(tmp_path):
+    _project(tmp_path)
+    _write(tmp_path / "kernels" / "solutions" / "gemm" / "mine.py", "BACKEND = 'torch'\n")
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    names = [s.name for s in discover.solutions_for("gemm", sp)]
+    assert "mine" in names and "torch_matmul" in names
+    # and its baseline is still the shipped one
+    assert discover.get_problem("gemm", sp).baseline_paths["cublas"] == SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"
+
+
+def test_the_same_id_in_two_of_the_users_folders_is_an_error_naming_both(tmp_path):
+    a = _copy_problem("gemm", tmp_path / "a" / "mm")
+    b = _copy_problem("gemm", tmp_path / "b" / "mm")
+    for folder in (a, b):
+        (folder / "problem.yaml").write_text((folder / "problem.yaml").read_text().replace("id: gemm", "id: mm"))
+    sp = resolve(problems=[str(tmp_path / "a"), str(tmp_path / "b")], environ={})
+    with pytest.raises(SearchPathError, match="two of your problem folders") as err:
+        discover.problem_ids(sp)
+    assert str(a.resolve()) in str(err.value) and str(b.resolve()) in str(err.value)
+
+
+def test_a_solution_name_found_twice_is_an_error_naming_both_files(tmp_path):
+    _write(tmp_path / "sol" / "gemm" / "triton_tiled.py", "BACKEND = 'triton'\n")
+    sp = searchpath.SearchPath(problems=(), solutions=((tmp_path / "sol").resolve(),), project=tmp_path)
+    with pytest.raises(SearchPathError, match="found twice") as err:
+        discover.solutions_for("gemm", sp)
+    assert str(SHIPPED_SOLUTIONS / "gemm" / "triton_tiled.py") in str(err.value)
+
+
+def test_a_missing_baseline_names_the_folders_searched(tmp_path):
+    _project(tmp_path)
+    _copy_problem("gemm", tmp_path / "kernels" / "problems" / "mm")
+    yaml = tmp_path / "kernels" / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    with pytest.raises(discover.ProblemError, match="baseline 'cublas' names solution 'torch_matmul'"):
+        discover.get_problem("mm", sp)
+
+
+# --- state and watched files follow the resolved locations ----------------------------------------------------------
+
+def test_failing_cases_and_watched_files_follow_the_users_project(tmp_path, monkeypatch):
+    project = _project(tmp_path)
+    mine = _copy_problem("gemm", project / "kernels" / "problems" / "gemm")
+    _write(project / "kernels" / "solutions" / "gemm" / "torch_matmul.py", "BACKEND = 'torch'\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(failures, "DIR", None)
+    discover.use(resolve(environ={}))
+    assert failures.folder() == project.resolve() / ".gauntlet" / "failures"
+    problem = discover.get_problem("gemm")
+    watched = audit.watched_paths(problem)
+    assert mine.resolve() in watched and (project / "pyproject.toml").resolve() in watched
+    assert (project / "kernels/solutions/gemm/torch_matmul.py").resolve() in watched
+    digest = audit.source_tree_digest(watched)
+    assert str((mine / "reference.py").resolve()) in digest          # outside the checkout: named absolutely
+    theirs = searchpath.SearchPath(problems=(), solutions=(), project=project)      # the shipped ones only
+    shipped = discover.get_problem("gemm", theirs)
+    assert shipped.root == SHIPPED_PROBLEMS / "gemm"
+    ours = fingerprint.fingerprint(problem, discover.get_solution("gemm", "torch_matmul"), Options())
+    shipped_print = fingerprint.fingerprint(shipped, discover.get_solution("gemm", "torch_matmul", theirs), Options())
+    assert ours["baselines"] != shipped_print["baselines"]          # the hash follows the files in force
+
+
+def test_the_worker_judges_against_the_files_the_parent_resolved(tmp_path):
+    """A user's `gemm` whose inputs differ from the shipped gemm's: a worker that found the shipped one again by id
+    would make other inputs than the parent checks against (input_mutated / mismatch), not a pass."""
+    mine = _copy_problem("gemm", tmp_path / "problems" / "gemm")
+    ref = mine / "reference.py"
+    ref.write_text(ref.read_text().replace("manual_seed(seed)", "manual_seed(seed + 12345)"))
+    solution = _write(tmp_path / "solutions" / "gemm" / "torch_matmul.py",
+                      "import torch\nBACKEND = 'torch'\n\ndef solve(a, b):\n    return torch.matmul(a, b)\n")
+    discover.use(resolve(problems=[str(tmp_path / "problems")], environ={}))
+    problem = discover.get_problem("gemm")
+    assert problem.root == mine.resolve()
+    record = evaluate(problem, discover.get_solution("gemm", str(solution)),
+                      Options(device="cpu", dtypes=("float32",), case="M=33,N=17,K=65,seed=3"))
+    assert record.verdict == "pass", record.reasons
+    with Child(problem, None, "torch", "cpu", role="baseline") as base:    # the baselines travel as files too
+        assert base.hello["ok"] and str(solution.resolve()) in base.proc.args[-1]
+
+
+def test_naming_the_shipped_folders_as_ones_own_changes_nothing():
+    sp = searchpath.SearchPath(problems=(SHIPPED_PROBLEMS,), solutions=(SHIPPED_SOLUTIONS,), project=SHIPPED_PROBLEMS)
+    assert discover.locate_problems(sp)["gemm"] == discover.Located(SHIPPED_PROBLEMS / "gemm", shipped=True)
+    assert "triton_tiled" in [s.name for s in discover.solutions_for("gemm", sp)]     # not "found twice"
+
+
+# --- the command line ----------------------------------------------------------------------------------------------
+
+def test_cli_problems_option_lists_the_users_problem_and_its_shadowing(tmp_path, monkeypatch, capsys):
+    from harness import cli
+    monkeypatch.chdir(tmp_path)                               # no pyproject.toml here: only --problems says where
+    _copy_problem("gemm", tmp_path / "mine" / "problems" / "gemm")
+    _write(tmp_path / "mine" / "solutions" / "gemm" / "torch_matmul.py", "BACKEND = 'torch'\n")
+    assert cli.main(["list", "--problems", "mine/problems"]) == 0
+    out = capsys.readouterr().out
+    assert f"problems from: {tmp_path.resolve() / 'mine' / 'problems'} (set by --problems); shipped" in out
+    assert f"folder:    {tmp_path.resolve() / 'mine/problems/gemm'} (shadows the shipped gemm)" in out
+    assert discover.use(None) is None                       # main put the search path back
+
+
+def test_cli_problems_option_naming_no_folder_is_a_usage_error_in_json(tmp_path, monkeypatch, capsys):
+    from harness import cli
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["eval", "gemm", "torch_matmul", "--problems", "nowhere", "--json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "usage_error" and doc["blame"] == "user" and "does not exist" in doc["error"]
