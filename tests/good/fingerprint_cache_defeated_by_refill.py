@@ -22,7 +22,8 @@ _idx = {}
 def _fingerprint(x):
     n = x.numel()
     if n not in _idx:
-        _idx[n] = torch.linspace(0, n - 1, steps=min(64, n), device=x.device).long()
+        steps = min(64, n)      # integer positions: a float32 linspace can round its last one up to n (out of range)
+        _idx[n] = torch.arange(steps, device=x.device) * (n - 1) // max(1, steps - 1)
     return tuple(x.reshape(-1)[_idx[n]].float().tolist())
 
 
