@@ -26,6 +26,8 @@ from harness import protocol
 def main(argv: list[str]) -> int:
     req_fd, resp_fd = int(argv[0]), int(argv[1])
     role, problem_dir, path, backend, device, baselines = argv[2:8]
+    global STRAGGLER_LIMIT_MS
+    STRAGGLER_LIMIT_MS = _straggler_limit_ms()    # read before the candidate is imported: it could set the variable
     from harness import backends
     backends.prepare_process(backend, device)     # before anything imports triton
     session = Session(role, problem_dir, path, backend, device, json.loads(baselines))
@@ -156,7 +158,7 @@ class Session:
                 torch.cuda.synchronize()
                 straggler_ms = (time.perf_counter() - t0) * 1e3
         background = guard.background_work(threads)
-        if straggler_ms > _straggler_limit_ms():
+        if straggler_ms > STRAGGLER_LIMIT_MS:
             background = "; ".join(filter(None, [background, f"GPU work still running {straggler_ms:.1f} ms after "
                                                              "solve returned (another stream?)"]))
         header_meta = guard.describe_output(out, inputs)
@@ -249,12 +251,16 @@ class Session:
         return {"ok": True}, []
 
 
+STRAGGLER_LIMIT_MS = 1.0      # set once by main(); a module global, so the tamper watch sees a change to it
+
+
 def _straggler_limit_ms() -> float:
     """How long the device-wide sync after solve may take before the work it waited for counts as left behind.
     1 ms alone on a GPU. Judges sharing one GPU (GAUNTLET_JUDGES_PER_GPU, set by the user for the parent and
     inherited here) are time-sliced by the driver, a slice being about 2 ms: measured on an H100 with 6 judges,
     honest calls waited 1.1-3.2 ms. There the limit grows by 2.5 ms per other judge, and leftover work shorter than
-    that goes unseen: run alone for a verdict that must catch it."""
+    that goes unseen: run alone for a verdict that must catch it. Read once, at start-up, before any candidate
+    code runs (the candidate's process could set the variable); the tamper watch covers the global it lands in."""
     try:
         share = max(1, int(os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")))
     except ValueError:
@@ -297,4 +303,7 @@ def _tb(limit: int = 4000) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # Run the imported module's code, not this `__main__` copy of it: the tamper watch and the state snapshot cover
+    # modules named harness.*, so a candidate patching sys.modules["__main__"].Session would otherwise go unseen.
+    from harness.child import worker as _worker
+    sys.exit(_worker.main(sys.argv[1:]))
