@@ -299,10 +299,7 @@ def banded(inputs: tuple) -> tuple[tuple, list]:
         span = x.untyped_storage().nbytes() // item
         flat = torch.empty(2 * band + span, dtype=x.dtype, device=x.device)
         flat.view(torch.uint8).fill_(0xFF)
-        inner = flat[band:band + span]
-        inner.untyped_storage()          # same storage as flat
-        whole = x.as_strided((span,), (1,), 0)
-        inner.copy_(whole)
+        flat[band:band + span].copy_(x.as_strided((span,), (1,), 0))     # x's whole storage, in the middle
         out.append(flat.as_strided(x.shape, x.stride(), band + x.storage_offset()))
         bands.append((flat, band, span))
     return tuple(out), bands
