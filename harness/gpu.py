@@ -5,11 +5,26 @@ launch latency out of the event time: the call's kernels are queued behind the s
 """
 from __future__ import annotations
 
+import os
 import statistics
 
 import torch
 
 HOLD_MIN_MS = 1.0
+
+
+def judges_per_gpu() -> int:
+    """GAUNTLET_JUDGES_PER_GPU: how many judges share this GPU (default 1). ValueError when it is not a positive
+    integer. Read by the judge (memory share: harness.judge.memory) and by the worker at start-up (how long a
+    time-sliced sync may take: harness.child.worker)."""
+    raw = os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"GAUNTLET_JUDGES_PER_GPU must be a positive integer, got {raw!r}")
+    return value
 
 
 class Flusher:

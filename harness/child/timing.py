@@ -104,13 +104,11 @@ def shared_outputs(outs: list) -> int:
     """How many outputs of a batch use memory an earlier output of the same batch (all still alive) also uses: a
     candidate returning one module-level buffer every call. The same contract as the correctness calls' retention
     check, here over calls the candidate cannot tell from those."""
-    spans, shared = [], 0
+    earlier, shared = [], 0
     for out in outs:
         if type(out) is not torch.Tensor or out.numel() == 0:   # noqa: E721
             continue
-        storage = out.untyped_storage()
-        lo, hi = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
-        if any(lo < b and a < hi for a, b in spans):
+        if guard.aliased_input(out, tuple(earlier)):      # the same storage-overlap test as output vs inputs
             shared += 1
-        spans.append((lo, hi))
+        earlier.append(out)
     return shared

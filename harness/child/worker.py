@@ -14,7 +14,6 @@ worker regenerates inputs from the seed it is given, calls, and sends back outpu
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 import traceback
@@ -261,9 +260,10 @@ def _straggler_limit_ms() -> float:
     honest calls waited 1.1-3.2 ms. There the limit grows by 2.5 ms per other judge, and leftover work shorter than
     that goes unseen: run alone for a verdict that must catch it. Read once, at start-up, before any candidate
     code runs (the candidate's process could set the variable); the tamper watch covers the global it lands in."""
+    from harness import gpu
     try:
-        share = max(1, int(os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")))
-    except ValueError:
+        share = gpu.judges_per_gpu()
+    except ValueError:          # the parent refuses it before starting a worker; never a reason to crash here
         share = 1
     return 1.0 + 2.5 * (share - 1)
 

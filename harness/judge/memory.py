@@ -56,16 +56,13 @@ def device_budget(device: str) -> MemoryBudget | None:
 
 
 def judges_per_gpu() -> int:
-    """GAUNTLET_JUDGES_PER_GPU, a positive integer (default 1); a malformed value is the user's error."""
+    """harness.gpu.judges_per_gpu, with a malformed value made the user's error."""
+    from harness import gpu
     from harness.discover import UsageError
-    raw = os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")
     try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UsageError(f"GAUNTLET_JUDGES_PER_GPU must be a positive integer, got {raw!r}")
-    return value
+        return gpu.judges_per_gpu()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def case_bytes(problem, shape: dict, element_bytes: int, calls: int) -> int:
