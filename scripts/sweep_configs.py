@@ -1,0 +1,216 @@
+"""Config sweep for the persistent Triton solutions (gemm, grouped_gemm_moe) on one GPU: every variant timed with
+triton.testing.do_bench on the same inputs as the baselines, correctness checked against torch, one JSON line per
+(shape, variant) written as it comes, a table at the end.
+
+This is the measurement behind the configs chosen in solutions/*/triton_persistent.py (the issue asks for the
+floor, the prediction and the measurement beside each kernel). It is not Gauntlet's figure: `gauntlet run` times
+the chosen config against the baselines in clean worker processes. Usage (on a GPU machine):
+    python scripts/sweep_configs.py --out results/sweep.jsonl [--only gemm|grouped] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import pathlib
+import sys
+import time
+
+import torch
+import triton
+from triton.testing import do_bench
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def load(path: str):
+    spec = importlib.util.spec_from_file_location(pathlib.Path(path).stem + "_" + str(abs(hash(path))), ROOT / path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Force:
+    """A kernel whose launches get some meta-parameters overridden (GROUP_M, TMA_STORE, ...)."""
+
+    def __init__(self, kernel, **kw):
+        self.kernel, self.kw = kernel, kw
+
+    def __getitem__(self, grid):
+        launch = self.kernel[grid]
+        return lambda *a, **m: launch(*a, **{**m, **self.kw})
+
+
+def variant(mod, kernel_names, config=None, **kw):
+    """A context that patches mod's _config (a fixed tuple, or a function of the default) and its kernels."""
+    class Ctx:
+        def __enter__(self):
+            self.saved = {n: getattr(mod, n) for n in ["_config", *kernel_names]}
+            if config is not None:
+                base = self.saved["_config"]
+                mod._config = (lambda *a: config(base(*a))) if callable(config) else (lambda *a: config)
+            if kw:
+                for n in kernel_names:
+                    setattr(mod, n, Force(self.saved[n], **kw))
+            return self
+
+        def __exit__(self, *exc):
+            for n, v in self.saved.items():
+                setattr(mod, n, v)
+    return Ctx()
+
+
+def rel_err(out, ref):
+    return float((out.float() - ref.float()).abs().max() / ref.float().abs().max().clamp_min(1e-30))
+
+
+def bench(fn):
+    fn()
+    torch.cuda.synchronize()
+    return do_bench(fn, warmup=25, rep=150, return_mode="median")
+
+
+def emit(fh, row):
+    print(json.dumps(row), flush=True)
+    fh.write(json.dumps(row) + "\n")
+    fh.flush()
+
+
+def sweep_gemm(fh, quick):
+    tiled = load("solutions/gemm/triton_tiled.py")
+    pers = load("solutions/gemm/triton_persistent.py")
+    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 7168, 2048), (4096, 14336, 4096),
+              (128, 14336, 4096), (128, 4096, 14336)]
+    kn = ["_gemm_tma_kernel"]
+    variants = {
+        "default": {},
+        "st3": dict(config=lambda c: (*c[:4], 3, c[5])),
+        "nosplit_st3": dict(config=lambda c: (*c[:4], 3, False)),
+        "g16": dict(GROUP_M=16),
+        "g4": dict(GROUP_M=4),
+        "256x128": dict(config=lambda c: (256, 128, 64, 8, 4, True) if c[0] == 128 and c[1] == 256 else c),
+        "128x128x64": dict(config=lambda c: (128, 128, 64, 8, 5, True) if c[0] == 128 and c[1] == 256 else c),
+    }
+    if quick:
+        variants = {k: variants[k] for k in ("default", "st3")}
+    for dtype in (torch.bfloat16, torch.float16):
+        for M, N, K in shapes:
+            a = torch.randn(M, K, device="cuda", dtype=dtype)
+            b = torch.randn(K, N, device="cuda", dtype=dtype)
+            ref = a @ b
+            t_cublas = bench(lambda: a @ b)
+            t_tiled = bench(lambda: tiled.solve(a, b))
+            flops = 2 * M * N * K
+            for name, v in variants.items():
+                if dtype == torch.float16 and name != "default":
+                    continue
+                v = dict(v)
+                cfg = v.pop("config", None)
+                try:
+                    with variant(pers, kn, cfg, **v):
+                        err = rel_err(pers.solve(a, b), ref)
+                        t = bench(lambda: pers.solve(a, b))
+                        used = pers._config(M, N, K, True, pers._sm_count(a.device))
+                    row = dict(problem="gemm", dtype=str(dtype)[6:], shape=[M, N, K], variant=name, config=used,
+                               err=err, ms=t, cublas_ms=t_cublas, tiled_ms=t_tiled, vs_cublas=t_cublas / t,
+                               tiled_vs_cublas=t_cublas / t_tiled, tflops=flops / t / 1e9)
+                except Exception as exc:          # a config that does not compile is a data point, not a stop
+                    row = dict(problem="gemm", dtype=str(dtype)[6:], shape=[M, N, K], variant=name,
+                               error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                emit(fh, row)
+            del a, b, ref
+            torch.cuda.empty_cache()
+
+
+def sweep_grouped(fh, quick):
+    import yaml
+    ref_mod = load("problems/grouped_gemm_moe/reference.py")
+    loop = load("solutions/grouped_gemm_moe/cublas_loop.py")
+    gmm = load("solutions/grouped_gemm_moe/grouped_mm.py")
+    tiled = load("solutions/grouped_gemm_moe/triton_grouped.py")
+    pers = load("solutions/grouped_gemm_moe/triton_persistent.py")
+    shapes = yaml.safe_load((ROOT / "problems/grouped_gemm_moe/problem.yaml").read_text())["benchmark"]
+    kn = ["_grouped_tma_kernel"]
+    variants = {
+        "default": {},
+        "ptrstore": dict(TMA_STORE=False),
+        "st-1": dict(config=lambda c: (*c[:4], max(2, c[4] - 1))),
+        "bn128": dict(config=lambda c: (c[0], 128, *c[2:]) if c[1] == 256 else c),
+        "bm64": dict(config=lambda c: (64, *c[1:]) if c[0] < 64 else c),
+        "bk64": dict(config=lambda c: (c[0], c[1], 64, c[3], min(6, c[4] + 1)) if c[2] == 128 else c),
+        "g16": dict(GROUP_M=16),
+    }
+    if quick:
+        variants = {k: variants[k] for k in ("default", "ptrstore")}
+    for dtype in (torch.bfloat16, torch.float16):
+        for sh in shapes:
+            shape = {k: sh[k] for k in ("M", "N", "K", "E", "routing")}
+            x, w, offs = ref_mod.make_inputs(shape, dtype, 1234, "cuda")
+            ref = loop.solve(x, w, offs)
+            t_loop = bench(lambda: loop.solve(x, w, offs))
+            t_gmm = bench(lambda: gmm.solve(x, w, offs))
+            t_tiled = bench(lambda: tiled.solve(x, w, offs))
+            M, N, K, E = shape["M"], shape["N"], shape["K"], shape["E"]
+            for name, v in variants.items():
+                if dtype == torch.float16 and name != "default":
+                    continue
+                v = dict(v)
+                cfg = v.pop("config", None)
+                try:
+                    with variant(pers, kn, cfg, **v):
+                        err = rel_err(pers.solve(x, w, offs), ref)
+                        t = bench(lambda: pers.solve(x, w, offs))
+                        used = pers._config(M, N, K, E, True, pers._sm_count(x.device))
+                    row = dict(problem="grouped", dtype=str(dtype)[6:], shape=shape, variant=name, config=used,
+                               err=err, ms=t, loop_ms=t_loop, gmm_ms=t_gmm, tiled_ms=t_tiled,
+                               vs_gmm=t_gmm / t, vs_loop=t_loop / t, tiled_vs_gmm=t_gmm / t_tiled,
+                               tflops=2 * M * N * K / t / 1e9,
+                               gbps=((M * K + E * N * K) * 2 + M * N * 2) / t / 1e6)
+                except Exception as exc:
+                    row = dict(problem="grouped", dtype=str(dtype)[6:], shape=shape, variant=name,
+                               error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                emit(fh, row)
+            del x, w, offs, ref
+            torch.cuda.empty_cache()
+
+
+def table(path):
+    rows = [json.loads(line) for line in open(path)]
+    geo = {}
+    for r in rows:
+        if "error" in r:
+            print(f"{r['problem']:8} {r['dtype']:9} {str(r['shape']):40} {r['variant']:12} ERROR {r['error'][:80]}")
+            continue
+        key = "vs_cublas" if r["problem"] == "gemm" else "vs_gmm"
+        geo.setdefault((r["problem"], r["dtype"], r["variant"]), []).append(r[key])
+        extra = (f"tiled {r['tiled_vs_cublas']:.3f}" if r["problem"] == "gemm"
+                 else f"vs_loop {r['vs_loop']:.2f} tiled {r['tiled_vs_gmm']:.3f}")
+        shape = r["shape"] if r["problem"] == "gemm" else [r["shape"][k] for k in ("M", "N", "K", "E")] + \
+            [r["shape"]["routing"][:4]]
+        print(f"{r['problem']:8} {r['dtype']:9} {str(shape):34} {r['variant']:12} {key} {r[key]:.3f}  {extra}  "
+              f"{r['tflops']:.0f} TF/s err {r['err']:.1e} cfg {r['config']}")
+    print("geomeans:")
+    for k, v in geo.items():
+        print(k, f"{math.exp(sum(map(math.log, v)) / len(v)):.3f} over {len(v)}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--only", choices=["gemm", "grouped"])
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, file=sys.stderr)
+    t0 = time.time()
+    with open(args.out, "a") as fh:
+        if args.only in (None, "gemm"):
+            sweep_gemm(fh, args.quick)
+        if args.only in (None, "grouped"):
+            sweep_grouped(fh, args.quick)
+    print(f"sweep took {time.time() - t0:.0f} s", file=sys.stderr)
+    table(args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Persistent Triton GEMM fed by Hopper's TMA: C = A @ B, one program per SM walking tiles of C, fp32 accumulator.
+
+Why it exists next to triton_tiled.py (one program per tile, pointer loads): at the large shapes the tiled kernel
+reads 0.92x-0.98x cuBLAS on an H100. What separates the two is work the tiled kernel repeats per tile and per
+K step, not the MMA itself:
+- Persistent programs (grid = SM count, tile_id += SM count). No wave quantization tail of launched-but-waiting
+  programs, and with `flatten=True` the compiler pipelines the flattened (tile, K-step) loop, so the next tile's
+  first loads are in flight while this tile's epilogue runs.
+- TMA loads (host-built tensor descriptors over A, B and C): one thread issues a whole BLOCK_M x BLOCK_K box, the
+  copy engine computes addresses and zero-fills what falls outside the matrix, so the K, M and N tails need no
+  masks and no wrapped indices, and registers stay free for the accumulator. The store goes through TMA too
+  (it clips rows/columns past M/N), in two halves of BLOCK_N / 2 (EPI_SPLIT) so its shared-memory staging
+  buffer is 32 KiB and 4 pipeline stages still fit beside it.
+- Grouped ("swizzled") tile order as in triton_tiled.py: GROUP_M row-blocks walked column by column so the
+  programs running at once share A and B panels in L2.
+- TMA needs 16-byte aligned bases and row strides (K and N multiples of 8 for 16-bit data). Other shapes (the
+  fuzzer's primes) take the same persistent loop with pointer loads: K tail masked, M/N wrapped, masked store.
+  They are correct, not fast.
+- No autotuning (its benchmarking would run inside a timed call); `_config` picks one config per shape class.
+
+Floor and prediction, written before the first H100 measurement (facts: cuBLAS bf16 ~770 TFLOP/s at 8192^3 on an
+H100 SXM, dense bf16 peak 989 TFLOP/s; HBM ~3.0 TB/s measured copy):
+- 8192^3: 1.10 TFLOP -> floor 1.11 ms at peak, cuBLAS ~1.43 ms. Predicted 0.97x-1.02x cuBLAS.
+- 4096^3: 0.137 TFLOP, 0.14 ms at peak; 1024 tiles of 128x256 over 132 SMs = 7.76 waves, so the tiled kernel's
+  last wave is 76% full; persistent cannot fix the tile count but overlaps epilogues. Predicted ~1.0x.
+- 16384x7168x2048: K = 2048 is only 32 K-steps of 64, so the epilogue (writing 224 MiB of C) is a large share:
+  C alone is 75 us at 3.0 TB/s against ~0.62 ms of MMA; overlapping it is the point. Predicted ~0.97x-1.0x.
+- M = 128 decode shapes: bound by reading B once (117 MiB, ~39 us at 3 TB/s); the tile shrinks so every SM has
+  work (as in triton_tiled.py). Predicted no better than the tiled kernel.
+Measured figures live in the closing notes of the Triton-kernels issue, and in the README's results once judged.
+"""
+import contextlib
+import functools
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+BACKEND = "triton"
+DTYPES = ("bfloat16", "float16")
+
+_TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """Grouped order: GROUP_M row-blocks of C walked column by column."""
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                     NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([off_m, ki * BLOCK_K])          # zero-filled past M and K
+            b = b_desc.load([ki * BLOCK_K, off_n])          # zero-filled past K and N
+            acc = tl.dot(a, b, acc)
+        if EPI_SPLIT:
+            halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
+            lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
+            c_desc.store([off_m, off_n], lo.to(OUT_DTYPE))
+            c_desc.store([off_m, off_n + BLOCK_N // 2], hi.to(OUT_DTYPE))
+        else:
+            c_desc.store([off_m, off_n], acc.to(OUT_DTYPE))   # clipped at M and N
+
+
+@triton.jit
+def _gemm_ptr_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                     NUM_SMS: tl.constexpr, INT64: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    """The unaligned path: the same persistent walk with pointer loads (K tail masked, M/N wrapped)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        offs_k = tl.arange(0, BLOCK_K)
+        if INT64:
+            offs_m = offs_m.to(tl.int64)
+            offs_n = offs_n.to(tl.int64)
+            offs_k = offs_k.to(tl.int64)
+        a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + offs_k[None, :] * stride_ak
+        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + (offs_n % N)[None, :] * stride_bn
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            k_left = K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(OUT_DTYPE), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device):
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132  # the CPU interpreter: pretend H100, so it walks tiles as an H100 would
+
+
+def _p2(x, lo):
+    return max(lo, triton.next_power_of_2(max(1, x)))
+
+
+def _config(M, N, K, tma, n_sm):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPI_SPLIT).
+
+    Large tiles: 128x256x64 with 8 warps (two consumer warpgroups, 64x256 of C each, wgmma), 4 stages of 48 KiB
+    plus the 32 KiB split store buffer (224 KiB of H100's 227). Too few tiles for the SMs (M = 128 decode): halve
+    N, then M, not below 64, as triton_tiled.py does. Unaligned shapes: 128x128x32 (per-element addresses)."""
+    if not tma:
+        bm, bn, bk = 128, 128, 32
+    else:
+        bm, bn, bk = 128, 256, 64
+    bm = min(bm, _p2(M, 16))
+    bn = min(bn, _p2(N, 16))
+    bk = min(bk, _p2(K, 16))
+    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
+        if bn > 64 and bn >= bm:
+            bn //= 2
+        elif bm > 64:
+            bm //= 2
+        else:
+            break
+    num_warps = 8 if bm * bn >= 128 * 128 else 4
+    if not tma:
+        return bm, bn, bk, num_warps, 3, False
+    split = bn >= 128
+    stage = (bm + bn) * bk * 2
+    staging = bm * (bn // 2 if split else bn) * 2
+    num_stages = max(2, min(4, (220 * 1024 - staging) // stage))
+    return bm, bn, bk, num_warps, num_stages, split
+
+
+def solve(a, b):
+    assert a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0], (tuple(a.shape), tuple(b.shape))
+    assert a.dtype == b.dtype and a.dtype in _TORCH_TO_TL, (a.dtype, b.dtype)
+    assert a.device == b.device, (a.device, b.device)
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        return c.zero_()
+    esize = a.element_size()
+    tma = (a.stride(1) == 1 and b.stride(1) == 1 and all(t.data_ptr() % 16 == 0 for t in (a, b, c))
+           and (a.stride(0) * esize) % 16 == 0 and (b.stride(0) * esize) % 16 == 0 and (N * esize) % 16 == 0)
+    n_sm = _sm_count(a.device)
+    bm, bn, bk, num_warps, num_stages, split = _config(M, N, K, tma, n_sm)
+    grid = (min(n_sm, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
+    out_dtype = _TORCH_TO_TL[a.dtype]
+    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():   # Triton launches on the current device
+        if tma:
+            a_desc = TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk])
+            b_desc = TensorDescriptor(b, [K, N], [b.stride(0), 1], [bk, bn])
+            c_desc = TensorDescriptor(c, [M, N], [N, 1], [bm, bn // 2 if split else bn])
+            _gemm_tma_kernel[grid](a_desc, b_desc, c_desc, M, N, K, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                                   NUM_SMS=n_sm, EPI_SPLIT=split, OUT_DTYPE=out_dtype, num_warps=num_warps,
+                                   num_stages=num_stages)
+        else:
+            int64 = max(a.numel(), b.numel(), c.numel()) >= 2**31
+            _gemm_ptr_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                   c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                                   NUM_SMS=n_sm, INT64=int64, OUT_DTYPE=out_dtype, num_warps=num_warps,
+                                   num_stages=num_stages)
+    return c
+
