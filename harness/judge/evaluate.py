@@ -64,9 +64,10 @@ class Judge:
     child: Child
     device: str
     timeout: float = 180.0
-    # Recent (case key, expectation) pairs, to recognise an answer that belongs to an earlier call. Bounded: on
-    # the GPU each expectation holds three float64 outputs.
-    history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=4))
+    # (case key, expectation) of the current case's earlier calls, to recognise an answer that belongs to one of
+    # them. Only the current case's: an expectation holds two float64 outputs, and those of earlier cases (other
+    # keys, never compared) would only fill the GPU (harness.judge.memory budgets calls_per_case of them).
+    history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=8))
     calls: int = 0
     kernels: dict = field(default_factory=dict)
 
@@ -75,6 +76,9 @@ class Judge:
     custom: bool = True                  # a non-torch backend: its work must be its own
 
     def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
+        key = (spec.name, tuple(sorted(shape.items())))
+        if any(k != key for k, _ in self.history):
+            self.history.clear()           # a new case: free the last one's expectations before building any
         try:
             # The judge's side first: the expected output's size caps what the reply may carry.
             inputs = make_inputs(self.problem, shape, spec, seed, self.device)
@@ -96,7 +100,6 @@ class Judge:
         except replies.BadReply as exc:
             raise Abort(Reason("tampering", f"malformed reply from the candidate's process: {exc}")) from None
         self.kernels.setdefault(spec.name, kernels.summary(header["calls"]))     # what ran, for the record
-        key = (spec.name, tuple(sorted(shape.items())))
         reasons = self._guard_reasons(header, inputs, expected, shape)
         reasons += check.structural_reasons(header["meta"], expected, self.device, self.problem.output_layout)
         if not reasons:

@@ -9,9 +9,12 @@ judge (this process) and the candidate's worker (same GPU).
 The estimate is derived from the problem's own `bytes` formula, evaluated once for the inputs alone and once for
 the output alone, in fp64 (the oracle's precision) and in the storage dtype:
 - judge: the inputs regenerated in the storage dtype, upcast to fp64, and two fp64 temporaries of the error scale
-  (A*A and B*B for a GEMM): 1 x in + 3 x in64; the fp64 oracle, the error scale, the candidate's output and
-  torch's own in the output dtype, and about eight fp64 output-sized temporaries of the comparison: 10 x out64 +
-  2 x out.
+  (A*A and B*B for a GEMM): 1 x in + 3 x in64; per call of the case still remembered (the judge keeps the
+  expectations of the case's earlier calls, to recognise an answer that belongs to one of them:
+  harness.judge.evaluate) the fp64 oracle, the fp64 error scale and torch's answer: calls x (2 x out64 + out);
+  the candidate's output and one more fp64 output-sized temporary while the oracle is built: out64 + out; and
+  the comparison's workspace, about sixteen fp64 temporaries of one slab (harness.judge.check.CHUNK_ELEMENTS),
+  however large the output.
 - worker: the inputs and outputs of every call of the case alive at once (outputs are kept across calls to catch
   one that aliases an earlier one), the pristine copy of the inputs, and room for a workspace as large as the
   output in fp32: (calls + 1) x (in + out) + out32.
@@ -67,9 +70,11 @@ def judges_per_gpu() -> int:
 
 def case_bytes(problem, shape: dict, element_bytes: int, calls: int) -> int:
     """Estimated peak bytes of one case, judge and worker together (see the module docstring)."""
+    from harness.judge.check import CHUNK_ELEMENTS
     in64, out64 = problem.bytes(shape, 8, 0), problem.bytes(shape, 0, 8)
     in_d, out_d = problem.bytes(shape, element_bytes, 0), problem.bytes(shape, 0, element_bytes)
-    judge = in_d + 3 * in64 + 10 * out64 + 2 * out_d
+    workspace = 16 * 8 * min(out64 / 8, CHUNK_ELEMENTS)
+    judge = in_d + 3 * in64 + calls * (2 * out64 + out_d) + out64 + out_d + workspace
     worker = (calls + 1) * (in_d + out_d) + out64 / 2
     return int(judge + worker)
 

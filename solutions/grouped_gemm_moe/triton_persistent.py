@@ -14,12 +14,13 @@ What it adds to triton_grouped.py (one program per tile, pointer loads):
   may *load* past them: rows past the expert's end belong to the next expert (or lie past M, where TMA
   zero-fills), columns past N read the next expert's first features (or zeros past E * N); those rows and
   columns of the accumulator are never stored. The K tail is zero-filled by TMA, so no K masks.
-- Store: a tile whose rows all belong to its expert goes out through a TMA store descriptor over out (clipped at
-  N); the expert's last, partial tile uses a masked store so the next expert's rows are never written.
+- Store: masked pointer stores (rows past the expert's end and columns past N dropped), so the next expert's
+  rows are never written. (A TMA store for the tiles that lie wholly inside their expert, with the masked store
+  kept for the expert's last tile, did not compile under Triton 3.6 on an H100: "PassManager::run failed".)
 - The device-side schedule per tile (as in triton_grouped.py): the E end offsets as one vector, tiles per expert,
   an inclusive cumsum, the tile's expert = how many cumulative counts are <= its m-tile index. A few hundred
   integer ops per tile against a K loop of thousands of MMA cycles.
-- TMA needs 16-byte aligned bases and row strides: K and N multiples of 8 (16-bit data). Other shapes take the
+- TMA needs 16-byte aligned bases and row strides: K a multiple of 8 (16-bit data). Other shapes take the
   same persistent walk with pointer loads (rows clamped into the expert, N wrapped, K masked): correct, not fast.
 - Tiles from the shape, as in triton_grouped.py (BLOCK_M follows the mean rows per expert), no autotuning.
 
@@ -73,10 +74,9 @@ def _locate(tile_id, m_tiles, N, eidx, starts, ends, tiles, csum,
 
 
 @triton.jit(do_not_specialize=["M", "E"])
-def _grouped_tma_kernel(x_desc, w_desc, out_desc, offs_ptr, out_ptr, M, N, K, E, stride_om,
+def _grouped_tma_kernel(x_desc, w_desc, offs_ptr, out_ptr, M, N, K, E, stride_om,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                        E_P2: tl.constexpr, NUM_SMS: tl.constexpr, TMA_STORE: tl.constexpr,
-                        OUT_DTYPE: tl.constexpr):
+                        E_P2: tl.constexpr, NUM_SMS: tl.constexpr, OUT_DTYPE: tl.constexpr):
     eidx, starts, ends, tiles, csum, m_tiles = _schedule(offs_ptr, E, BLOCK_M, E_P2)
     num_tiles = m_tiles * tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -89,14 +89,10 @@ def _grouped_tma_kernel(x_desc, w_desc, out_desc, offs_ptr, out_ptr, M, N, K, E,
             a = x_desc.load([m0, ki * BLOCK_K])
             b = w_desc.load([w_row, ki * BLOCK_K])
             acc = tl.dot(a, b.T, acc)
-        c = acc.to(OUT_DTYPE)
-        if TMA_STORE and m0 + BLOCK_M <= row_end:
-            out_desc.store([m0, n0], c)                          # every row is this expert's; clipped at N
-        else:
-            offs_m = m0 + tl.arange(0, BLOCK_M)
-            offs_n = n0 + tl.arange(0, BLOCK_N)
-            ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :]
-            tl.store(ptrs, c, mask=(offs_m[:, None] < row_end) & (offs_n[None, :] < N))
+        offs_m = m0 + tl.arange(0, BLOCK_M)
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :]
+        tl.store(ptrs, acc.to(OUT_DTYPE), mask=(offs_m[:, None] < row_end) & (offs_n[None, :] < N))
 
 
 @triton.jit(do_not_specialize=["M", "E"])
@@ -150,7 +146,7 @@ def _config(M, N, K, E, tma, n_sm):
     BLOCK_M follows the mean rows per expert (padded 25% for the multinomial spread, a power of two in [16, 128]).
     Prefill (128 rows): 128 x 256 x 64 or 128 x 128 x 64 (the N tile that pads N least), 8 warps. Decode: a
     small BLOCK_M, BLOCK_N 128 and BLOCK_K 128, so each SM keeps >= 100 KiB of weight loads in flight. Stages:
-    as many as fit in ~220 KiB beside the store's staging buffer, at most 5. Unaligned rows: 128 x 128 x 32."""
+    as many as fit in ~220 KiB beside the epilogue's layout-conversion buffer, at most 5. Unaligned rows: 128 x 128 x 32."""
     bm = min(128, _p2(int(M / min(E, M) * 1.25 + 0.999), 16))
     if not tma:
         bn, bk = 128, 32
@@ -187,7 +183,7 @@ def solve(x, w, offs):
     w = w.contiguous()                           # no-op for the convention's contiguous weights
     esize = x.element_size()
     tma = (x.stride(1) == 1 and (x.stride(0) * esize) % 16 == 0 and (K * esize) % 16 == 0
-           and (N * esize) % 16 == 0 and all(t.data_ptr() % 16 == 0 for t in (x, w, out)))
+           and all(t.data_ptr() % 16 == 0 for t in (x, w)))       # the store is not TMA: N may be anything
     n_sm = _sm_count(x.device)
     bm, bn, bk, num_warps, num_stages = _config(M, N, K, E, tma, n_sm)
     bound = (triton.cdiv(M, bm) + min(E, M)) * triton.cdiv(N, bn)     # the most tiles any offs can give
@@ -198,9 +194,7 @@ def solve(x, w, offs):
         if tma:
             x_desc = TensorDescriptor(x, [M, K], [x.stride(0), 1], [bm, bk])
             w_desc = TensorDescriptor(w, [E * N, K], [K, 1], [bn, bk])
-            out_desc = TensorDescriptor(out, [M, N], [N, 1], [bm, bn])
-            _grouped_tma_kernel[grid](x_desc, w_desc, out_desc, offs, out, M, N, K, E, out.stride(0),
-                                      TMA_STORE=True, **common)
+            _grouped_tma_kernel[grid](x_desc, w_desc, offs, out, M, N, K, E, out.stride(0), **common)
         else:
             int64 = max(x.numel(), N * K, out.numel()) >= 2**31
             _grouped_ptr_kernel[grid](x, w, offs, out, M, N, K, E, x.stride(0), x.stride(1), w.stride(0),
