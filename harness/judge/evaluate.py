@@ -79,6 +79,11 @@ class Judge:
         key = (spec.name, tuple(sorted(shape.items())))
         if any(k != key for k, _ in self.history):
             self.history.clear()           # a new case: free the last one's expectations before building any
+            if self.device == "cuda":
+                # and hand the cached blocks back: sizes change from case to case, so the caching allocator's
+                # reserve would otherwise grow past this judge's share (harness.judge.memory), and the candidate's
+                # worker on the same GPU would run out of memory building its inputs (seen on an H100, 4 judges).
+                torch.cuda.empty_cache()
         try:
             # The judge's side first: the expected output's size caps what the reply may carry.
             inputs = make_inputs(self.problem, shape, spec, seed, self.device)
@@ -241,9 +246,24 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
     failure: dict = {}
     current: dict = {}
 
+    itemsize = spec.torch_dtype().itemsize
+    if judge.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
     def run_case(shape, case_seed):
         counts["examples"] += 1
         current.update(shape=shape, seed=case_seed)
+        # The memory model's figure for the largest case, beside what the judge really used (below): a check
+        # of harness.judge.memory on every run.
+        est = memory.case_bytes(problem, shape, itemsize, calls) / 2**30
+        counts["largest_case_gib"] = round(max(counts.get("largest_case_gib", 0.0), est), 2)
+        try:
+            _run_calls(shape, case_seed)
+        finally:
+            if judge.device == "cuda":
+                counts["judge_peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+
+    def _run_calls(shape, case_seed):
         for s in fuzz.call_seeds(case_seed, calls):
             counts["calls"] += 1
             reasons = judge.run_call(shape, spec, s)
