@@ -175,6 +175,14 @@ def aliased_input(out: torch.Tensor, inputs: tuple) -> str:
     return ""
 
 
+def as_seen(out):
+    """A copy of a CUDA tensor output made on the current stream (a device-to-device memcpy for a dense one), for
+    the worker to send instead of the output itself; anything else unchanged."""
+    if isinstance(out, torch.Tensor) and out.is_cuda:
+        return out.detach().clone()
+    return out
+
+
 def describe_output(out, inputs: tuple) -> dict:
     if type(out) is not torch.Tensor:   # noqa: E721 - subclasses (lazy or fake tensors) are rejected on purpose
         return {"is_tensor": False, "type": f"{type(out).__module__}.{type(out).__qualname__}"}

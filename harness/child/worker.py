@@ -153,15 +153,24 @@ class Session:
                 # The answer must be complete once the current stream gets there: it is read after a sync of
                 # that stream alone. Work left on other streams shows as a slow device-wide sync afterwards.
                 torch.cuda.current_stream().synchronize()
+                # The answer is what the caller's stream sees now: copied on that stream before anything else is
+                # waited for, so an output that work elsewhere is still writing (a side stream the caller was not
+                # made to wait for) is read unwritten, whatever the straggler limit below (which, with several
+                # judges sharing the GPU, is several ms).
+                seen = guard.as_seen(out)
+                torch.cuda.current_stream().synchronize()
                 t0 = time.perf_counter()
                 torch.cuda.synchronize()
                 straggler_ms = (time.perf_counter() - t0) * 1e3
+            else:
+                seen = out
         background = guard.background_work(threads)
         if straggler_ms > STRAGGLER_LIMIT_MS:
             background = "; ".join(filter(None, [background, f"GPU work still running {straggler_ms:.1f} ms after "
                                                              "solve returned (another stream?)"]))
         header_meta = guard.describe_output(out, inputs)
-        payload = protocol.tensor_to_wire(out) if header_meta["is_tensor"] else None
+        payload = protocol.tensor_to_wire(seen) if header_meta["is_tensor"] else None
+        del seen
         tampering = []                  # the tamper watch and state snapshot run once, in handle()
         l2 = guard.l2_changed() if cuda else 0
         if l2:
