@@ -69,7 +69,8 @@ def _time_shape(judge, spec, shape, opts, record):
     figs = schedule.figures()
     entry = _entry(problem, spec, shape, figs, schedule, record, opts.peaks)
     reasons = _spot_checks(judge, spec, shape, schedule.spots, record)
-    reasons += _physics(entry, opts.peaks) + schedule.second_clock(figs)
+    reasons += _physics(entry, opts.peaks, _remeasure(judge, spec) if opts.peaks else None)
+    reasons += schedule.second_clock(figs)
     if judge.device == "cuda":
         torch.cuda.empty_cache()
     return entry, reasons
@@ -125,7 +126,30 @@ def _spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
     return reasons
 
 
-def _physics(entry: dict, peaks: dict) -> list[Reason]:
+def _physics(entry: dict, peaks: dict, remeasure=None) -> list[Reason]:
+    """Faster than the hardware: below_roofline. Before rejecting, the ceilings are measured again (`remeasure`)
+    and the better figures kept: a ceiling taken while other work shared the GPU reads low (seen on an H100 with
+    three judges at once: 432 TFLOP/s measured for cuBLAS bf16, which runs ~780)."""
+    reasons = _over_ceilings(entry, peaks)
+    if reasons and remeasure is not None:
+        for key, fresh in remeasure().items():
+            old = peaks.get(key)
+            if key == "copy_gbps":
+                peaks[key] = max(old or 0.0, fresh)
+            elif old is None or fresh.get("tflops", 0.0) > old.get("tflops", 0.0):
+                peaks[key] = fresh
+        reasons = _over_ceilings(entry, peaks)
+    return reasons
+
+
+def _remeasure(judge, spec):
+    if judge.device != "cuda":
+        return None
+    from harness.judge.peaks import measure_peaks
+    return lambda: measure_peaks(torch.device("cuda"), {spec.name: (spec.torch_dtype(), spec.tf32)})
+
+
+def _over_ceilings(entry: dict, peaks: dict) -> list[Reason]:
     reasons = []
     peak = (peaks.get(entry["dtype"]) or {}).get("tflops")
     if peak and entry["tflops"] > ROOFLINE_MARGIN["tflops"] * peak:
