@@ -67,13 +67,18 @@ class Judge:
     # (case key, expectation) of the current case's earlier calls, to recognise an answer that belongs to one of
     # them. Only the current case's: an expectation holds two float64 outputs, and those of earlier cases (other
     # keys, never compared) would only fill the GPU (harness.judge.memory budgets calls_per_case of them).
-    history: collections.deque = field(default_factory=lambda: collections.deque(maxlen=8))
+    history: collections.deque = field(default_factory=collections.deque)
     calls: int = 0
     kernels: dict = field(default_factory=dict)
 
     base: Child | None = None            # the clean baseline worker (cuda timing only)
     declared: frozenset = frozenset()    # the candidate's Triton kernel names, reported by its worker at start-up
     custom: bool = True                  # a non-torch backend: its work must be its own
+
+    def __post_init__(self):
+        # The case's earlier calls, and no more: a new case may draw the same shape, and its expectations must not
+        # pile up past the calls_per_case that harness.judge.memory budgets.
+        self.history = collections.deque(maxlen=max(1, self.problem.calls_per_case - 1))
 
     def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
         key = (spec.name, tuple(sorted(shape.items())))

@@ -16,8 +16,9 @@ the output alone, in fp64 (the oracle's precision) and in the storage dtype:
   the comparison's workspace, about sixteen fp64 temporaries of one slab (harness.judge.check.CHUNK_ELEMENTS),
   however large the output.
 - worker: the inputs and outputs of every call of the case alive at once (outputs are kept across calls to catch
-  one that aliases an earlier one), the pristine copy of the inputs, and room for a workspace as large as the
-  output in fp32: (calls + 1) x (in + out) + out32.
+  one that aliases an earlier one), the pristine copy of the inputs, the copy of the output it sends
+  (harness.child.guard.as_seen), and room for a workspace as large as the output in fp32:
+  (calls + 1) x (in + out) + out + out32.
 Only a fraction of the free memory is used (allocator fragmentation, CUDA contexts, the baseline worker), and
 where several judges share one GPU (pytest -n on a GPU runner, parallel `gauntlet run --problem ...`), set
 GAUNTLET_JUDGES_PER_GPU to their number: each then sizes its cases to its share. (Read by the judge only; the
@@ -75,7 +76,7 @@ def case_bytes(problem, shape: dict, element_bytes: int, calls: int) -> int:
     in_d, out_d = problem.bytes(shape, element_bytes, 0), problem.bytes(shape, 0, element_bytes)
     workspace = 16 * 8 * min(out64 / 8, CHUNK_ELEMENTS)
     judge = in_d + 3 * in64 + calls * (2 * out64 + out_d) + out64 + out_d + workspace
-    worker = (calls + 1) * (in_d + out_d) + out64 / 2
+    worker = (calls + 1) * (in_d + out_d) + out_d + out64 / 2
     return int(judge + worker)
 
 

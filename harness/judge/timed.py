@@ -146,7 +146,14 @@ def _remeasure(judge, spec):
     if judge.device != "cuda":
         return None
     from harness.judge.peaks import measure_peaks
-    return lambda: measure_peaks(torch.device("cuda"), {spec.name: (spec.torch_dtype(), spec.tf32)})
+
+    def again() -> dict:
+        try:
+            return measure_peaks(torch.device("cuda"), {spec.name: (spec.torch_dtype(), spec.tf32)})
+        except torch.OutOfMemoryError:     # no room beside the workers' sets: keep the figures measured at start
+            torch.cuda.empty_cache()
+            return {}
+    return again
 
 
 def _over_ceilings(entry: dict, peaks: dict) -> list[Reason]:
