@@ -40,6 +40,7 @@ class Options:
     shrink: bool = True
     shapes: list | None = None           # override the benchmark shapes (tests, quick runs)
     max_shapes: int | None = None        # time only the first N benchmark shapes
+    max_edges: int | None = None         # judge only the first N edge cases (the CPU smoke run); None: all
     peaks: dict = field(default_factory=dict)   # measured ceilings on this device (timing.measure_peaks)
 
 
@@ -290,7 +291,8 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
                 run_case(shape, case_seed)          # a case that failed before is tried first
             bounds = problem.fuzz.get(opts.device) or problem.fuzz["cpu"]
             fits = _fits(problem, spec, opts)
-            for i, shape in enumerate(fuzz.edge_cases(bounds, getattr(problem.module(), "valid_shape", None), fits)):
+            edges = fuzz.edge_cases(bounds, getattr(problem.module(), "valid_shape", None), fits)
+            for i, shape in enumerate(edges[:opts.max_edges]):
                 counts["edges"] = counts.get("edges", 0) + 1
                 run_case(shape, (record.seed + 7919 * (i + 1)) % 2**31)     # then the domain's ends
             _hypothesis_loop(problem, spec, opts, record, run_case, fits)()

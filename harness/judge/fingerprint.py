@@ -35,7 +35,7 @@ def fingerprint(problem, solution, opts) -> dict:
     options = {"device": opts.device, "dtypes": sorted(opts.dtypes) if opts.dtypes else None,
                "examples": opts.examples, "seed": opts.seed, "timing": opts.timing,
                "case_timeout_s": opts.case_timeout_s, "timing_budget_s": opts.timing_budget_s,
-               "max_shapes": opts.max_shapes, "shapes": opts.shapes}
+               "max_shapes": opts.max_shapes, "max_edges": opts.max_edges, "shapes": opts.shapes}
     return {"solution": _sha([solution.path]),
             "problem": _sha([problem.root / "problem.yaml", problem.reference_path]),
             "baselines": _sha(sorted(discover.baseline_files(problem).values(), key=lambda path: path.stem)),
