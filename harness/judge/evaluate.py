@@ -68,7 +68,7 @@ class Judge:
     # (case key, expectation) of the current case's earlier calls, to recognise an answer that belongs to one of
     # them. Only the current case's: an expectation holds two float64 outputs, and those of earlier cases (other
     # keys, never compared) would only fill the GPU (harness.judge.memory budgets calls_per_case of them).
-    history: collections.deque = field(default_factory=collections.deque)
+    history: collections.deque = field(init=False)     # sized from the problem in __post_init__
     calls: int = 0
     kernels: dict = field(default_factory=dict)
 

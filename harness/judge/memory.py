@@ -21,8 +21,8 @@ the output alone, in fp64 (the oracle's precision) and in the storage dtype:
   (calls + 1) x (in + out) + out + out32.
 Only a fraction of the free memory is used (allocator fragmentation, CUDA contexts, the baseline worker), and
 where several judges share one GPU (pytest -n on a GPU runner, parallel `gauntlet run --problem ...`), set
-GAUNTLET_JUDGES_PER_GPU to their number: each then sizes its cases to its share. (Read by the judge only; the
-candidate's worker never sees it matter.)
+GAUNTLET_JUDGES_PER_GPU to their number: each then sizes its cases to its share. (The worker reads it too, once
+at start-up, for its straggler limit only: harness.child.worker.)
 """
 from __future__ import annotations
 
