@@ -1,11 +1,11 @@
-"""Config sweep for the persistent Triton solutions (gemm, grouped_gemm_moe) on one GPU: every variant timed with
+"""Config sweep for the persistent Triton solutions (gemm, grouped_gemm_moe, int8_gemm, w8a8_gemm) on one GPU: every variant timed with
 triton.testing.do_bench on the same inputs as the baselines, correctness checked against torch, one JSON line per
 (shape, variant) written as it comes, a table at the end.
 
 This is the measurement behind the configs chosen in solutions/*/triton_persistent.py (the issue asks for the
 floor, the prediction and the measurement beside each kernel). It is not Gauntlet's figure: `gauntlet run` times
 the chosen config against the baselines in clean worker processes. Usage (on a GPU machine):
-    python scripts/sweep_configs.py --out results/sweep.jsonl [--only gemm|grouped] [--quick]
+    python scripts/sweep_configs.py --out results/sweep.jsonl [--only gemm|grouped|int8] [--quick]
 """
 from __future__ import annotations
 
@@ -175,6 +175,77 @@ def sweep_grouped(fh, quick):
             torch.cuda.empty_cache()
 
 
+def sweep_int8(fh, quick):
+    """int8_gemm and w8a8_gemm: the persistent kernels' variants against _int_mm (TN) and the scaled baseline."""
+    import yaml
+    refs = {p: load(f"problems/{p}/reference.py") for p in ("int8_gemm", "w8a8_gemm")}
+    int_mm = load("solutions/int8_gemm/int_mm.py")
+    scaled = load("solutions/w8a8_gemm/int_mm_scaled.py")
+    tiled = {"int8_gemm": load("solutions/int8_gemm/triton_int8.py"),
+             "w8a8_gemm": load("solutions/w8a8_gemm/triton_w8a8.py")}
+    pers = {"int8_gemm": load("solutions/int8_gemm/triton_persistent.py"),
+            "w8a8_gemm": load("solutions/w8a8_gemm/triton_persistent.py")}
+    kn = {"int8_gemm": ["_int8_tma_kernel"], "w8a8_gemm": ["_w8a8_tma_kernel"]}
+    shapes = yaml.safe_load((ROOT / "problems/int8_gemm/problem.yaml").read_text())["benchmark"]
+
+    def deeper(c, out_bytes):          # as many stages as fit beside the store buffer (decode: more bytes in flight)
+        bm, bn, bk, w, st, split = c
+        return (bm, bn, bk, w, max(2, min(8, (220 * 1024 - bm * (bn // split) * out_bytes) // ((bm + bn) * bk))),
+                split)
+
+    big = lambda c, new: new if c[0] == 128 and c[1] == 256 else c      # noqa: E731 (only the large-tile class)
+    variants = {
+        "default": {},
+        "g16": dict(GROUP_M=16),
+        "deep": dict(config="deep"),
+        "bk64": dict(config=lambda c: big(c, (128, 256, 64, 8, 4, c[5]))),
+        "256x128": dict(config=lambda c: big(c, (256, 128, 128, 8, 3, c[5]))),
+        "128x128": dict(config=lambda c: big(c, (128, 128, 128, 8, 4, 1 if c[5] == 1 else c[5] // 2))),
+        "bn_half": dict(config=lambda c: (c[0], max(32, c[1] // 2), *c[2:5], max(1, c[5] // 2))),
+    }
+    if quick:
+        variants = {k: variants[k] for k in ("default", "deep")}
+    for problem in ("int8_gemm", "w8a8_gemm"):
+        out_bytes = 4 if problem == "int8_gemm" else 2
+        for sh in shapes:
+            M, N, K = sh["M"], sh["N"], sh["K"]
+            inputs = refs[problem].make_inputs(dict(M=M, N=N, K=K), torch.int8, 1234, "cuda")
+            if problem == "int8_gemm":
+                a, w = inputs
+                t_mm = bench(lambda: int_mm.solve(a, w))
+                ref = int_mm.solve(a, w)
+                t_base = t_mm
+            else:
+                x, sx, w, sw = inputs
+                t_mm = bench(lambda: int_mm.solve(x, w))
+                t_base = bench(lambda: scaled.solve(*inputs))
+                ref = scaled.solve(*inputs)
+            t_tiled = bench(lambda: tiled[problem].solve(*inputs))
+            for name, v in variants.items():
+                if problem == "w8a8_gemm" and name not in ("default", "g16", "deep", "128x128"):
+                    continue
+                v = dict(v)
+                cfg = v.pop("config", None)
+                if cfg == "deep":
+                    cfg = lambda c, ob=out_bytes: deeper(c, ob)      # noqa: E731
+                mod = pers[problem]
+                try:
+                    with variant(mod, kn[problem], cfg, **v):
+                        out = mod.solve(*inputs)
+                        err = (float((out != ref).sum()) if problem == "int8_gemm" else rel_err(out, ref))
+                        t = bench(lambda: mod.solve(*inputs))
+                        used = mod._config(M, N, K, True, mod._sm_count(w.device))
+                    row = dict(problem=problem, dtype="int8", shape=[M, N, K], variant=name, config=used, err=err,
+                               ms=t, int_mm_ms=t_mm, base_ms=t_base, tiled_ms=t_tiled, vs_base=t_base / t,
+                               vs_int_mm=t_mm / t, tiled_vs_base=t_base / t_tiled, tflops=2 * M * N * K / t / 1e9)
+                except Exception as exc:
+                    row = dict(problem=problem, dtype="int8", shape=[M, N, K], variant=name,
+                               error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                emit(fh, row)
+            del inputs, ref
+            torch.cuda.empty_cache()
+
+
 def table(path):
     rows = [json.loads(line) for line in open(path)]
     rows = [r for r in rows if "error" not in r or r["variant"] == "default"]
@@ -183,11 +254,15 @@ def table(path):
         if "error" in r:
             print(f"{r['problem']:8} {r['dtype']:9} {str(r['shape']):40} {r['variant']:12} ERROR {r['error'][:80]}")
             continue
-        key = "vs_cublas" if r["problem"] == "gemm" else "vs_gmm"
+        key = {"gemm": "vs_cublas", "grouped": "vs_gmm"}.get(r["problem"], "vs_base")
         geo.setdefault((r["problem"], r["dtype"], r["variant"]), []).append(r[key])
-        extra = (f"tiled {r['tiled_vs_cublas']:.3f}" if r["problem"] == "gemm"
-                 else f"vs_loop {r['vs_loop']:.2f} tiled {r['tiled_vs_gmm']:.3f}")
-        shape = r["shape"] if r["problem"] == "gemm" else [r["shape"][k] for k in ("M", "N", "K", "E")] + \
+        if r["problem"] == "gemm":
+            extra = f"tiled {r['tiled_vs_cublas']:.3f}"
+        elif r["problem"] == "grouped":
+            extra = f"vs_loop {r['vs_loop']:.2f} tiled {r['tiled_vs_gmm']:.3f}"
+        else:
+            extra = f"vs_int_mm {r['vs_int_mm']:.3f} tiled {r['tiled_vs_base']:.3f}"
+        shape = r["shape"] if r["problem"] != "grouped" else [r["shape"][k] for k in ("M", "N", "K", "E")] + \
             [r["shape"]["routing"][:4]]
         print(f"{r['problem']:8} {r['dtype']:9} {str(shape):34} {r['variant']:12} {key} {r[key]:.3f}  {extra}  "
               f"{r['tflops']:.0f} TF/s err {r['err']:.1e} cfg {r['config']}")
@@ -199,7 +274,7 @@ def table(path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--only", choices=["gemm", "grouped"])
+    p.add_argument("--only", choices=["gemm", "grouped", "int8"])
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, file=sys.stderr)
@@ -209,6 +284,8 @@ def main(argv=None):
             sweep_gemm(fh, args.quick)
         if args.only in (None, "grouped"):
             sweep_grouped(fh, args.quick)
+        if args.only in (None, "int8"):
+            sweep_int8(fh, args.quick)
     print(f"sweep took {time.time() - t0:.0f} s", file=sys.stderr)
     table(args.out)
 
