@@ -173,7 +173,25 @@ def test_edge_cases_reach_each_dims_largest_odd_value_and_top():
     # and one case large in every dim at once: the longest K with a whole tile of outputs, where a too-narrow
     # accumulator shows (one output element alone can stay inside its budget)
     full = [c for c in cases if c["M"] > 1 and c["N"] > 1]
-    assert full == [{"M": 35, "N": 35, "K": 1099}]
+    assert full == [{"M": 35, "N": 35, "K": 1099}, {"M": 32, "N": 32, "K": 1088}]   # and its aligned twin
+
+
+def test_about_half_the_draws_align_every_dim():
+    """Fast paths branch on alignment (TMA: 16-byte rows); independent per-dim draws almost never align all dims at
+    once, so the strategy draws about half its shapes with every dim a multiple of one alignment (8 to 128)."""
+    from hypothesis import HealthCheck, given, settings
+    from harness.judge.fuzz import shapes
+    bounds = discover.get_problem("int8_gemm").fuzz["cpu"]
+    hits = []
+
+    @settings(max_examples=2000, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(shapes(bounds))
+    def draw(shape):
+        hits.append(all(shape[d] % 16 == 0 for d in ("M", "N", "K")))
+
+    draw()
+    share = sum(hits) / len(hits)
+    assert 0.25 < share < 0.75, share
 
 
 def test_random_draws_alone_rarely_reach_the_top_odd_values():
@@ -191,4 +209,4 @@ def test_random_draws_alone_rarely_reach_the_top_odd_values():
 
     draw()
     share = sum(hits) / len(hits)
-    assert 0 < share < 0.15, share
+    assert share < 0.02, share

@@ -118,6 +118,66 @@ def _w8a8_ptr_kernel(a_ptr, sx_ptr, w_ptr, sw_ptr, c_ptr, M, N, K, stride_am, st
         tl.store(c_ptrs, out.to(tl.bfloat16), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _w8a8_splitk_kernel(a_ptr, sx_ptr, w_ptr, sw_ptr, c_ptr, ws_ptr, M, N, K, K_PER_SPLIT, stride_am, stride_ak, stride_wn, stride_wk,
+                        stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        SPLIT_K: tl.constexpr, INT64: tl.constexpr):
+    """The short-M (decode) path: one program per (tile, K slice), pointer loads, several programs per SM.
+
+    Each program sums its K_PER_SPLIT-long slice (a multiple of BLOCK_K, so slices never overlap). One slice: the
+    fused epilogue, straight to C. Several: the slice is added into an int32 workspace (zeroed, same strides as C)
+    with atomics, exact in any arrival order, and _scale_kernel then applies the epilogue once to the whole sum (a
+    scaled partial sum would round differently from the reference's acc * sx * sw)."""
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    k0 = pid_k * K_PER_SPLIT
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
+        offs_k = offs_k.to(tl.int64)
+        k0 = k0.to(tl.int64)
+    a_ptrs = a_ptr + (offs_m % M)[:, None] * stride_am + (k0 + offs_k)[None, :] * stride_ak
+    w_ptrs = w_ptr + (k0 + offs_k)[:, None] * stride_wk + (offs_n % N)[None, :] * stride_wn   # W^T tile, K fastest
+    k_end = min(K - k0, K_PER_SPLIT)           # this slice's length (<= 0: an empty slice past K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    for k in range(0, tl.cdiv(k_end, BLOCK_K)):
+        k_left = k_end - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0)
+        w = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0)
+        acc = tl.dot(a, w, acc, out_dtype=tl.int32)
+        a_ptrs += BLOCK_K * stride_ak
+        w_ptrs += BLOCK_K * stride_wk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if SPLIT_K == 1:
+        sx = tl.load(sx_ptr + offs_m % M)          # wrapped: in bounds; those rows/columns are not stored
+        sw = tl.load(sw_ptr + offs_n % N)
+        out = acc.to(tl.float32) * sx[:, None] * sw[None, :]
+        tl.store(c_ptrs, out.to(tl.bfloat16), mask=c_mask)
+    else:
+        ws_ptrs = ws_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.atomic_add(ws_ptrs, acc, mask=c_mask, sem="relaxed")
+
+
+@triton.jit
+def _scale_kernel(ws_ptr, sx_ptr, sw_ptr, c_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The split-K epilogue: C = bf16(ws * sx[:, None] * sw[None, :]), ws the exact int32 sum (C's strides)."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = tl.load(ws_ptr + offs_m[:, None] * N + offs_n[None, :], mask=mask, other=0)
+    sx = tl.load(sx_ptr + offs_m, mask=offs_m < M, other=0.0)
+    sw = tl.load(sw_ptr + offs_n, mask=offs_n < N, other=0.0)
+    out = acc.to(tl.float32) * sx[:, None] * sw[None, :]
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], out.to(tl.bfloat16), mask=mask)
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device):
     if device.type == "cuda":
@@ -133,9 +193,11 @@ def _config(M, N, K, tma, n_sm, out_bytes=2):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPI_SPLIT).
 
     Large tiles: 128x256x128 with 8 warps (two consumer warpgroups, 64x256 each): 128-byte K rows, the widest TMA
-    swizzle, 48 KiB per stage, 3 stages beside a 32 KiB store buffer (176 KiB of H100's 227). Short M (decode,
-    <= 32 rows): BLOCK_K 256, fewer, longer strips of W. Too few tiles for the SMs: halve N, then M (not below 64),
-    so every SM pulls on memory. Unaligned shapes: 128x128x64 (per-element addresses, no TMA)."""
+    swizzle, 48 KiB per stage, 3 stages beside a 32 KiB store buffer (176 KiB of H100's 227). Too few tiles for the
+    SMs: halve N, then M (not below 64), so every SM pulls on memory; smaller tiles get as many stages as fit (up to
+    8: at 128x28672x4096, 5 stages of 128x128 read 60.6 us against 62.2 us with 4, do_bench on an H100). Short M
+    (<= 32 rows) mostly goes to the split-K path; here it gets BLOCK_K 256. Unaligned shapes: 128x128x64
+    (per-element addresses, no TMA)."""
     bm, bn, bk = (128, 256, 128) if tma else (128, 128, 64)
     bm = min(bm, _p2(M, 16))
     bn = min(bn, _p2(N, 16))
@@ -159,8 +221,30 @@ def _config(M, N, K, tma, n_sm, out_bytes=2):
         split *= 2
     stage = (bm + bn) * bk
     staging = bm * (bn // split) * out_bytes
-    num_stages = max(2, min(4, (220 * 1024 - staging) // stage))
+    num_stages = max(2, min(8, (220 * 1024 - staging) // stage))
     return bm, bn, bk, num_warps, num_stages, split
+
+
+def _splitk_config(M, N, K, n_sm):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, K_PER_SPLIT, num_warps, num_stages), or None when M is not short.
+
+    Short M (<= 128 rows, decode) is bound by reading W once: 2MNK over bytes is at most 2M ops per byte, far under
+    the H100's ~660 (1979 TOPS / 3.0 TB/s). What it needs is enough W bytes in flight, from enough programs; with
+    a whole short M in one tile there are only N / BLOCK_N tiles (64 at 128x8192x28672), so K is split until there
+    are about 3 programs per SM (several resident per SM: small tiles, 4 warps). Measured before it existed (H100,
+    do_bench): the persistent TMA walk read 0.84x _int_mm at 128x8192x28672 and 0.42x at 16x4096x14336."""
+    if M > 128:
+        return None
+    bm = _p2(M, 16)
+    bn = 32 if bm <= 32 else 64
+    bk = 256 if bm <= 32 else 128
+    bk = min(bk, _p2(K, 32))
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    k_blocks = triton.cdiv(K, bk)
+    split = max(1, min(triton.cdiv(3 * n_sm, tiles), k_blocks // 4))   # slices of at least 4 K blocks
+    per = triton.cdiv(k_blocks, split) * bk
+    split = triton.cdiv(K, per)                                         # no empty slices
+    return bm, bn, bk, split, per, 4, 4
 
 
 def _tma_ok(a, w, c, out_bytes):
@@ -184,8 +268,21 @@ def solve(x, sx, w, sw):
         return c
     if K == 0:
         return c.zero_()
-    tma = _tma_ok(x, w, c, 2)
     n_sm = _sm_count(x.device)
+    int64 = max(x.numel(), w.numel(), c.numel()) >= 2**31
+    short = _splitk_config(M, N, K, n_sm)
+    if short is not None and (short[3] > 1 or M <= 32):     # see solutions/int8_gemm/triton_persistent.py
+        bm, bn, bk, split, per, num_warps, num_stages = short
+        ws = torch.zeros((M, N), dtype=torch.int32, device=x.device) if split > 1 else c
+        grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
+        with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():
+            _w8a8_splitk_kernel[grid](x, sx, w, sw, c, ws, M, N, K, per, x.stride(0), x.stride(1), w.stride(0),
+                                      w.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                      SPLIT_K=split, INT64=int64, num_warps=num_warps, num_stages=num_stages)
+            if split > 1:
+                _scale_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](ws, sx, sw, c, M, N, BLOCK_M=64, BLOCK_N=64)
+        return c
+    tma = _tma_ok(x, w, c, 2)
     bm, bn, bk, num_warps, num_stages, split = _config(M, N, K, tma, n_sm)
     grid = (min(n_sm, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
     with torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext():   # Triton launches on the current device
@@ -197,7 +294,6 @@ def solve(x, sx, w, sw):
                                    GROUP_M=8, NUM_SMS=n_sm, EPI_SPLIT=split, num_warps=num_warps,
                                    num_stages=num_stages)
         else:
-            int64 = max(x.numel(), w.numel(), c.numel()) >= 2**31
             _w8a8_ptr_kernel[grid](x, sx, w, sw, c, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1),
                                    c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                                    NUM_SMS=n_sm, INT64=int64, num_warps=num_warps, num_stages=num_stages)
