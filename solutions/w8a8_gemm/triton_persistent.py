@@ -190,24 +190,19 @@ def _p2(x, lo):
 
 
 def _config(M, N, K, tma, n_sm, out_bytes=2):
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPI_SPLIT).
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPI_SPLIT), for M > 128 (shorter M: `_splitk_config`).
 
     Large tiles: 128x256x128 with 8 warps (two consumer warpgroups, 64x256 each): 128-byte K rows, the widest TMA
     swizzle, 48 KiB per stage, 3 stages beside a 32 KiB store buffer (176 KiB of H100's 227). Too few tiles for the
-    SMs: halve N, then M (not below 64), so every SM pulls on memory; smaller tiles get as many stages as fit (up to
-    8: at 128x28672x4096, 5 stages of 128x128 read 60.6 us against 62.2 us with 4, do_bench on an H100). Short M
-    (<= 32 rows) mostly goes to the split-K path; here it gets BLOCK_K 256. Unaligned shapes: 128x128x64
-    (per-element addresses, no TMA)."""
+    SMs (small N): halve N, then M (not below 64), so every SM pulls on memory; smaller tiles get as many stages as
+    fit, up to 8 (measured with this walk at 128x28672x4096, before short M moved to the split-K path: 5 stages of
+    128x128 read 60.6 us against 62.2 us with 4, do_bench on an H100). Unaligned shapes: 128x128x64 (per-element
+    addresses, no TMA)."""
     bm, bn, bk = (128, 256, 128) if tma else (128, 128, 64)
-    bm = min(bm, _p2(M, 16))
     bn = min(bn, _p2(N, 16))
-    small_m = bm <= 32
-    if small_m and tma:
-        bk = 256
     bk = min(bk, _p2(K, 32))            # 32: tl.dot's smallest K for 8-bit operands
-    min_bn = 32 if small_m else 64
     while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
-        if bn > min_bn and bn >= bm:
+        if bn > 64:
             bn //= 2
         elif bm > 64:
             bm //= 2
@@ -229,22 +224,34 @@ def _splitk_config(M, N, K, n_sm):
     """(BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, K_PER_SPLIT, num_warps, num_stages), or None when M is not short.
 
     Short M (<= 128 rows, decode) is bound by reading W once: 2MNK over bytes is at most 2M ops per byte, far under
-    the H100's ~660 (1979 TOPS / 3.0 TB/s). What it needs is enough W bytes in flight, from enough programs; with
-    a whole short M in one tile there are only N / BLOCK_N tiles (64 at 128x8192x28672), so K is split until there
-    are about 3 programs per SM (several resident per SM: small tiles, 4 warps). Measured before it existed (H100,
-    do_bench): the persistent TMA walk read 0.84x _int_mm at 128x8192x28672 and 0.42x at 16x4096x14336."""
+    the H100's ~660 (1979 TOPS / 3.0 TB/s). What it needs is enough W bytes in flight from enough programs, several
+    resident per SM; a persistent walk (one program per SM) has too few. The tile is triton_int8.py's (N halved,
+    then M, until the tiles cover the SMs; BLOCK_K 256 for M <= 32). When even the smallest tiles leave SMs idle
+    (16x4096x14336: 128 tiles of 16x32), K is split until there are about 3 programs per SM, slices of at least 4 K
+    blocks. Measured on an H100 (Gauntlet, same runs): the persistent TMA walk read 0.84x _int_mm at 128x8192x28672
+    and 0.42x at 16x4096x14336 (do_bench); splitting K where the tiles already cover the SMs cost time (16x6144x4096:
+    19.3 us split in 2, 16.1 us unsplit; 128x8192x28672 with 128x64 tiles split in 3: 125 us, 64x64 unsplit: 112)."""
     if M > 128:
         return None
-    bm = _p2(M, 16)
-    bn = 32 if bm <= 32 else 64
-    bk = 256 if bm <= 32 else 128
-    bk = min(bk, _p2(K, 32))
+    bm, bn = _p2(M, 16), min(256, _p2(N, 16))
+    small_m = bm <= 32
+    bk = min(256 if small_m else 128, _p2(K, 32))     # 32: tl.dot's smallest K for 8-bit operands
+    min_bn = 32 if small_m else 64
+    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
+        if bn > min_bn and bn >= bm:
+            bn //= 2
+        elif bm > 64:
+            bm //= 2
+        else:
+            break
     tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
     k_blocks = triton.cdiv(K, bk)
-    split = max(1, min(triton.cdiv(3 * n_sm, tiles), k_blocks // 4))   # slices of at least 4 K blocks
+    split = 1 if tiles >= n_sm else max(1, min(triton.cdiv(3 * n_sm, tiles), k_blocks // 4))
     per = triton.cdiv(k_blocks, split) * bk
     split = triton.cdiv(K, per)                                         # no empty slices
-    return bm, bn, bk, split, per, 4, 4
+    num_warps = 8 if bm * bn >= 128 * 128 else 4
+    num_stages = 3 if bm * bn >= 128 * 256 else 4
+    return bm, bn, bk, split, per, num_warps, num_stages
 
 
 def _tma_ok(a, w, c, out_bytes):
@@ -271,7 +278,7 @@ def solve(x, sx, w, sw):
     n_sm = _sm_count(x.device)
     int64 = max(x.numel(), w.numel(), c.numel()) >= 2**31
     short = _splitk_config(M, N, K, n_sm)
-    if short is not None and (short[3] > 1 or M <= 32):     # see solutions/int8_gemm/triton_persistent.py
+    if short is not None:
         bm, bn, bk, split, per, num_warps, num_stages = short
         ws = torch.zeros((M, N), dtype=torch.int32, device=x.device) if split > 1 else c
         grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
