@@ -30,7 +30,7 @@ Floor and prediction, written before the first H100 measurement (dense int8 peak
   78 us). _int_mm pads M = 16 to 32 first (a copy). Predicted ~1.0x at M = 128, >= 1.0x at M = 16.
 Measured, NVIDIA H100 80GB HBM3, torch 2.11 / triton 3.6 (ratio = _int_mm time / this kernel's, same Gauntlet
 run, 95% CI within +-0.7%; do_bench from the config sweep, scripts/sweep_configs.py --only int8):
-| shape | Gauntlet | TOPS | triton_int8, same earlier run |
+| shape | Gauntlet | TOPS | triton_int8 (Gauntlet, the call before) |
 |---|---|---|---|
 | 4096x6144x4096 | 1.285 | 1085 | 1.159 |
 | 4096x28672x4096 | 1.261 | 1139 | 1.162 |
@@ -42,7 +42,7 @@ run, 95% CI within +-0.7%; do_bench from the config sweep, scripts/sweep_configs
 | 16x6144x4096 | 1.455 | 50 | 1.450 |
 | 16x4096x14336 | 1.401 | 55 | 1.301 |
 | geomean | 1.282 | | 1.222 |
-- Prefill: 1.26x-1.32x, 1.09-1.37 POPS (55-69% of the dense peak); cuBLAS's IMMA kernels run at 0.9-1.0 POPS on
+- Prefill: 1.26x-1.32x, 1.09-1.37 POPS (55-69% of the dense peak); cuBLAS's IMMA kernels run at 0.84-1.03 POPS on
   these shapes. The prediction (1.0x-1.3x) held. Config sweep (do_bench, same inputs): 128x256x128 with 3 stages
   and a 4-way split store was best or tied; BLOCK_K 64 (4 stages) -8% to -18%, 128x128 tiles -10% to -19%,
   256x128 -1% to -2%, GROUP_M 16 within noise.
