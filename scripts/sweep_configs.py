@@ -1,11 +1,12 @@
-"""Config sweep for the persistent Triton solutions (gemm, grouped_gemm_moe, int8_gemm, w8a8_gemm) on one GPU: every variant timed with
+"""Config sweep for the persistent Triton solutions (gemm, grouped_gemm_moe, int8_gemm, w8a8_gemm,
+attention_fwd) on one GPU: every variant timed with
 triton.testing.do_bench on the same inputs as the baselines, correctness checked against torch, one JSON line per
 (shape, variant) written as it comes, a table at the end.
 
 This is the measurement behind the configs chosen in solutions/*/triton_persistent.py (the issue asks for the
 floor, the prediction and the measurement beside each kernel). It is not Gauntlet's figure: `gauntlet run` times
 the chosen config against the baselines in clean worker processes. Usage (on a GPU machine):
-    python scripts/sweep_configs.py --out results/sweep.jsonl [--only gemm|grouped|int8] [--quick]
+    python scripts/sweep_configs.py --out results/sweep.jsonl [--only gemm|grouped|int8|attention] [--quick]
 """
 from __future__ import annotations
 
@@ -246,6 +247,59 @@ def sweep_int8(fh, quick):
             torch.cuda.empty_cache()
 
 
+def sweep_attention(fh, quick):
+    """attention_fwd: triton_flash's tile configs and KV-split counts against SDPA's best backend (the baseline)."""
+    import yaml
+    ref_mod = load("problems/attention_fwd/reference.py")
+    sdpa = load("solutions/attention_fwd/torch_sdpa.py")
+    flash = load("solutions/attention_fwd/triton_flash.py")
+    shapes = yaml.safe_load((ROOT / "problems/attention_fwd/problem.yaml").read_text())["benchmark"]
+    dims = ("B", "Hkv", "G", "Sq", "Sk", "D", "causal")
+    variants = {"default": {}}
+    for cfg in [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 4), (64, 64, 4, 3),
+                (64, 128, 4, 3), (128, 32, 4, 3), (128, 64, 8, 2), (128, 64, 4, 4)]:
+        variants["cfg%dx%dw%ds%d" % cfg] = dict(config=lambda M, D, c=cfg: c if M > 64 else None)
+    for bn, st in [(128, 3), (64, 4), (256, 2), (32, 4)]:
+        variants["dec_bn%d_s%d" % (bn, st)] = dict(config=lambda M, D, c=(bn, st): (max(16, triton.next_power_of_2(M)), c[0], 4, c[1]) if M <= 64 else None)
+    for mult in (1, 4):
+        variants[f"split_x{mult}"] = dict(splits=lambda M, bm, tiles, nb, n_sm, m=mult:
+                                          (min(triton.cdiv(m * n_sm, tiles), nb // 2) if nb >= 4 and (tiles < n_sm if M <= bm else 2 * tiles <= n_sm) else 1))
+    if quick:
+        variants = {k: variants[k] for k in list(variants)[:3]}
+    for dtype in (torch.bfloat16,):
+        for sh in shapes:
+            shape = {k: sh[k] for k in dims}
+            q, k, v, causal = ref_mod.make_inputs(shape, dtype, 1234, "cuda")
+            ref = sdpa.solve(q, k, v, causal)
+            t_sdpa = bench(lambda: sdpa.solve(q, k, v, causal))
+            flops = eval(yaml.safe_load((ROOT / "problems/attention_fwd/problem.yaml").read_text())["flops"],
+                         {"math": math}, shape)
+            for name, v_ in variants.items():
+                base_cfg, base_split = flash._config, flash._splits
+                M = shape["Sq"] * shape["G"]
+                try:
+                    if "config" in v_:
+                        c = v_["config"](M, shape["D"])
+                        if c is None:
+                            continue
+                        flash._config = lambda M_, D_, c=c: c
+                    if "splits" in v_:
+                        flash._splits = v_["splits"]
+                    err = rel_err(flash.solve(q, k, v, causal), ref)
+                    t = bench(lambda: flash.solve(q, k, v, causal))
+                    row = dict(problem="attention", dtype=str(dtype)[6:], shape=[shape[d] for d in dims],
+                               variant=name, config=flash._config(M, shape["D"]), err=err, ms=t, sdpa_ms=t_sdpa,
+                               vs_sdpa=t_sdpa / t, tflops=flops / t / 1e9)
+                except Exception as exc:
+                    row = dict(problem="attention", dtype=str(dtype)[6:], shape=[shape[d] for d in dims],
+                               variant=name, error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                finally:
+                    flash._config, flash._splits = base_cfg, base_split
+                emit(fh, row)
+            del q, k, v, ref
+            torch.cuda.empty_cache()
+
+
 def table(path):
     rows = [json.loads(line) for line in open(path)]
     rows = [r for r in rows if "error" not in r or r["variant"] == "default"]
@@ -254,10 +308,12 @@ def table(path):
         if "error" in r:
             print(f"{r['problem']:8} {r['dtype']:9} {str(r['shape']):40} {r['variant']:12} ERROR {r['error'][:80]}")
             continue
-        key = {"gemm": "vs_cublas", "grouped": "vs_gmm"}.get(r["problem"], "vs_base")
+        key = {"gemm": "vs_cublas", "grouped": "vs_gmm", "attention": "vs_sdpa"}.get(r["problem"], "vs_base")
         geo.setdefault((r["problem"], r["dtype"], r["variant"]), []).append(r[key])
         if r["problem"] == "gemm":
             extra = f"tiled {r['tiled_vs_cublas']:.3f}"
+        elif r["problem"] == "attention":
+            extra = ""
         elif r["problem"] == "grouped":
             extra = f"vs_loop {r['vs_loop']:.2f} tiled {r['tiled_vs_gmm']:.3f}"
         else:
@@ -274,7 +330,7 @@ def table(path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--only", choices=["gemm", "grouped", "int8"])
+    p.add_argument("--only", choices=["gemm", "grouped", "int8", "attention"])
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, file=sys.stderr)
@@ -286,6 +342,8 @@ def main(argv=None):
             sweep_grouped(fh, args.quick)
         if args.only in (None, "int8"):
             sweep_int8(fh, args.quick)
+        if args.only in (None, "attention"):
+            sweep_attention(fh, args.quick)
     print(f"sweep took {time.time() - t0:.0f} s", file=sys.stderr)
     table(args.out)
 

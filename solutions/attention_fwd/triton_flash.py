@@ -169,6 +169,14 @@ def _config(M, D):
     return 128, (128 if D <= 64 else 64), 8, 3
 
 
+def _splits(M, bm, tiles, n_blocks, n_sm):
+    """How many KV splits: only when the row tiles leave SMs idle (see the module docstring), about 2 programs
+    per SM, at least 2 key blocks per split."""
+    if n_blocks >= 4 and (tiles < n_sm if M <= bm else 2 * tiles <= n_sm):
+        return min(triton.cdiv(2 * n_sm, tiles), n_blocks // 2)
+    return 1
+
+
 def solve(q, k, v, causal):
     assert q.dim() == 4 and k.shape == v.shape and q.dtype == k.dtype == v.dtype and q.dtype in _TORCH_TO_TL
     B, Hq, Sq, D = q.shape
@@ -181,9 +189,7 @@ def solve(q, k, v, causal):
     tiles = triton.cdiv(M, bm) * B * Hkv
     n_blocks = triton.cdiv(Sk, bn)
     n_sm = _sm_count(q.device)
-    splits = 1
-    if n_blocks >= 4 and (tiles < n_sm if M <= bm else 2 * tiles <= n_sm):
-        splits = min(triton.cdiv(2 * n_sm, tiles), n_blocks // 2)
+    splits = _splits(M, bm, tiles, n_blocks, n_sm)
     keys_per_split = triton.cdiv(n_blocks, splits) * bn
     splits = triton.cdiv(Sk, keys_per_split)
 
