@@ -11,7 +11,7 @@ bf16 that way, plus one that is specific to int8:
   masks or wrapped indices. W's box is (BLOCK_N, BLOCK_K), K fastest; `w.T` in tl.dot is a view of that shared-
   memory tile, so both wgmma operands are K-major, which 8-bit wgmma requires (it only transposes 16-bit types).
 - int32 store through TMA in EPI_SPLIT column pieces so its shared-memory staging stays at 32 KiB: 128x256 int32 is
-  128 KiB, which would leave room for only one pipeline stage.
+  128 KiB, which would leave room for two 48 KiB pipeline stages at most.
 - Exact whatever the tiling: tl.dot on int8 with out_dtype=tl.int32 accumulates exactly (wgmma .s32.s8.s8); under
   the CPU interpreter it is np.matmul(int8, int8, dtype=int32), exact too.
 - Grouped tile order (GROUP_M row-blocks walked column by column) so programs running at once share panels in L2.

@@ -187,7 +187,7 @@ def _w8a8_splitk_kernel(a_ptr, sx_ptr, w_ptr, sw_ptr, c_ptr, ws_ptr, M, N, K, K_
 @triton.jit
 def _scale_kernel(ws_ptr, sx_ptr, sw_ptr, c_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """The split-K epilogue: C = bf16(ws * sx[:, None] * sw[None, :]), ws the exact int32 sum (C's strides)."""
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_m = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)   # M * N may pass 2**31
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     acc = tl.load(ws_ptr + offs_m[:, None] * N + offs_n[None, :], mask=mask, other=0)
