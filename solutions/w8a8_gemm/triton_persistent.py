@@ -247,9 +247,10 @@ def _splitk_config(M, N, K, n_sm):
     resident per SM; a persistent walk (one program per SM) has too few. The tile is triton_int8.py's (N halved,
     then M, until the tiles cover the SMs; BLOCK_K 256 for M <= 32). When even the smallest tiles leave SMs idle
     (16x4096x14336: 128 tiles of 16x32), K is split until there are about 3 programs per SM, slices of at least 4 K
-    blocks. Measured on an H100 (Gauntlet, same runs): the persistent TMA walk read 0.84x _int_mm at 128x8192x28672
-    and 0.42x at 16x4096x14336 (do_bench); splitting K where the tiles already cover the SMs cost time (16x6144x4096:
-    19.3 us split in 2, 16.1 us unsplit; 128x8192x28672 with 128x64 tiles split in 3: 125 us, 64x64 unsplit: 112)."""
+    blocks. Measured on an H100 (int8_gemm): the persistent TMA walk read 0.84x _int_mm at 128x8192x28672 and 0.42x
+    at 16x4096x14336 (do_bench); in Gauntlet runs, splitting K where the tiles already cover the SMs cost time
+    (16x6144x4096: 19.3 us split in 2, against triton_int8's 16.1 us unsplit; 128x8192x28672 with 128x64 tiles split
+    in 3: 125 us, against triton_int8's 112 us with 64x64 tiles unsplit)."""
     if M > 128:
         return None
     bm, bn = _p2(M, 16), min(256, _p2(N, 16))
