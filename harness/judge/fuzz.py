@@ -6,8 +6,11 @@ which dims are drawn is itself drawn, so each dim gets its turn at being the lon
 
 About half the draws are aligned: every integer dim a multiple of one drawn alignment (8 to 128). Fast kernels
 branch on alignment (TMA needs 16-byte rows, vectorised loads need multiples of 8 or 16), and the aligned branch is
-the one real shapes take; independent draws almost never align every dim at once (measured on an H100: 37 random
-draws of int8_gemm judged only the pointer-load fallback of a TMA kernel, never the TMA path itself).
+the one real shapes take; independent draws rarely align the dims that matter at once. Measured over 3000 draws
+of the CUDA domains: int8_gemm's TMA condition (K % 16 == 0 and N % 4 == 0) held in 3.4% of draws before, 74%
+now; gemm's bf16 one (K and N multiples of 8) in 3.1% before, 87% now. Before, about one judgement in four
+(38 draws per dtype on a GPU) never reached a TMA kernel's fast path at all, and the others reached it once or
+twice.
 """
 from __future__ import annotations
 
