@@ -189,25 +189,18 @@ def sweep_int8(fh, quick):
     kn = {"int8_gemm": ["_int8_tma_kernel"], "w8a8_gemm": ["_w8a8_tma_kernel"]}
     shapes = yaml.safe_load((ROOT / "problems/int8_gemm/problem.yaml").read_text())["benchmark"]
 
-    def deeper(c, out_bytes):          # as many stages as fit beside the store buffer (decode: more bytes in flight)
-        bm, bn, bk, w, st, split = c
-        return (bm, bn, bk, w, max(2, min(8, (220 * 1024 - bm * (bn // split) * out_bytes) // ((bm + bn) * bk))),
-                split)
-
     big = lambda c, new: new if c[0] == 128 and c[1] == 256 else c      # noqa: E731 (only the large-tile class)
     variants = {
         "default": {},
         "g16": dict(GROUP_M=16),
-        "deep": dict(config="deep"),
         "bk64": dict(config=lambda c: big(c, (128, 256, 64, 8, 4, c[5]))),
         "256x128": dict(config=lambda c: big(c, (256, 128, 128, 8, 3, c[5]))),
         "128x128": dict(config=lambda c: big(c, (128, 128, 128, 8, 4, 1 if c[5] == 1 else c[5] // 2))),
         "bn_half": dict(config=lambda c: (c[0], max(32, c[1] // 2), *c[2:5], max(1, c[5] // 2))),
     }
     if quick:
-        variants = {k: variants[k] for k in ("default", "deep")}
+        variants = {k: variants[k] for k in ("default", "g16")}
     for problem in ("int8_gemm", "w8a8_gemm"):
-        out_bytes = 4 if problem == "int8_gemm" else 2
         for sh in shapes:
             M, N, K = sh["M"], sh["N"], sh["K"]
             inputs = refs[problem].make_inputs(dict(M=M, N=N, K=K), torch.int8, 1234, "cuda")
@@ -223,19 +216,20 @@ def sweep_int8(fh, quick):
                 ref = scaled.solve(*inputs)
             t_tiled = bench(lambda: tiled[problem].solve(*inputs))
             for name, v in variants.items():
-                if problem == "w8a8_gemm" and name not in ("default", "g16", "deep", "128x128"):
+                if problem == "w8a8_gemm" and name not in ("default", "g16", "128x128"):
+                    continue
+                if M <= 128 and name != "default":    # short M takes the split-K path: _config plays no part
                     continue
                 v = dict(v)
                 cfg = v.pop("config", None)
-                if cfg == "deep":
-                    cfg = lambda c, ob=out_bytes: deeper(c, ob)      # noqa: E731
                 mod = pers[problem]
                 try:
                     with variant(mod, kn[problem], cfg, **v):
                         out = mod.solve(*inputs)
                         err = (float((out != ref).sum()) if problem == "int8_gemm" else rel_err(out, ref))
                         t = bench(lambda: mod.solve(*inputs))
-                        used = mod._config(M, N, K, True, mod._sm_count(w.device))
+                        n_sm = mod._sm_count(w.device)
+                        used = mod._splitk_config(M, N, K, n_sm) or mod._config(M, N, K, True, n_sm)
                     row = dict(problem=problem, dtype="int8", shape=[M, N, K], variant=name, config=used, err=err,
                                ms=t, int_mm_ms=t_mm, base_ms=t_base, tiled_ms=t_tiled, vs_base=t_base / t,
                                vs_int_mm=t_mm / t, tiled_vs_base=t_base / t_tiled, tflops=2 * M * N * K / t / 1e9)
@@ -261,7 +255,7 @@ def sweep_attention(fh, quick):
         variants["cfg%dx%dw%ds%d" % cfg] = dict(config=lambda M, D, c=cfg: c if M > 64 else None)
     for bn, st in [(128, 3), (64, 4), (256, 2), (32, 4)]:
         variants["dec_bn%d_s%d" % (bn, st)] = dict(config=lambda M, D, c=(bn, st): (max(16, triton.next_power_of_2(M)), c[0], 4, c[1]) if M <= 64 else None)
-    for mult in (1, 4):
+    for mult in (2, 4):                  # KV splits per SM (the solution's rule: 1)
         variants[f"split_x{mult}"] = dict(splits=lambda M, bm, tiles, nb, n_sm, m=mult:
                                           (min(triton.cdiv(m * n_sm, tiles), nb // 2) if nb >= 4 and (tiles < n_sm if M <= bm else 2 * tiles <= n_sm) else 1))
     if quick:
