@@ -19,6 +19,7 @@ from harness.problem import ProblemError
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     want_json = "--json" in argv
+    _undumpable()
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -36,6 +37,19 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame,
                               "error": str(exc)}))
         return 2
+
+
+def _undumpable() -> None:
+    """PR_SET_DUMPABLE 0 on the judge: a process of the same user without CAP_SYS_PTRACE (an unconfined
+    candidate, `--sandbox off`) can then neither read nor write its memory (/proc/PID/mem) nor open its descriptors
+    (/proc/PID/fd/1, its stdout). Workers are exec'ed, which makes them dumpable again: they need no such shield
+    from the judge."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(ctypes.c_int(4), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                                                 ctypes.c_ulong(0), ctypes.c_ulong(0))
+    except (OSError, AttributeError):
+        pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -122,6 +136,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-timing", action="store_true", help="judge correctness only")
     p.add_argument("--timeout", type=_seconds, default=180.0, help="seconds allowed per call (default 180)")
     p.add_argument("--max-shapes", type=_positive, help="time only the first N benchmark shapes of each problem")
+    p.add_argument("--sandbox", choices=("require", "auto", "off"), default="auto",
+                   help="OS confinement of the workers: require (refuse to judge without it), auto (what the kernel "
+                        "offers, recorded; default), off (resource bounds only)")
+    p.add_argument("--time-limit", type=_seconds, default=3600.0, dest="time_limit",
+                   help="total seconds one judgement's candidate workers may take (default 3600)")
 
 
 def _positive(text: str) -> int:
@@ -156,7 +175,7 @@ def _options(args, device: str):
     return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
                    seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
                    case_timeout_s=args.timeout, max_shapes=args.max_shapes,
-                   max_edges=CPU_RUN_EDGES if smoke else None)
+                   max_edges=CPU_RUN_EDGES if smoke else None, sandbox=args.sandbox, time_limit_s=args.time_limit)
 
 
 def _check_dtypes(dtypes, problems) -> None:
@@ -177,7 +196,24 @@ def _device(args) -> str:
         raise UsageError("--device cuda: no CUDA device on this machine")
     from harness.judge import memory
     memory.judges_per_gpu()          # a malformed GAUNTLET_JUDGES_PER_GPU is a usage error, said before any judging
+    _check_sandbox(getattr(args, "sandbox", "auto"))
     return device
+
+
+def _check_sandbox(mode: str) -> None:
+    """`--sandbox require` where the kernel cannot confine a worker, or on an interpreter whose packages differ
+    from their install records, is refused before anything is judged."""
+    from harness.judge import environment, sandbox
+    try:
+        sandbox.check_mode(mode)
+    except sandbox.Unavailable as exc:
+        raise UsageError(str(exc)) from None
+    env = environment.verify()
+    if not env["verified"]:
+        what = ", ".join(env["modified"][:5]) or "no package's install record could be checked"
+        if mode == "require":
+            raise UsageError(f"--sandbox require: the interpreter is not the installed one: {what}")
+        print(f"gauntlet: warning: package files differ from their install records: {what}", file=sys.stderr)
 
 
 # --- commands --------------------------------------------------------------------------------------------------
@@ -412,6 +448,11 @@ def _print_record(record) -> None:
         base = "  ".join(f"{k} {b['speedup']:.2f}x [{b['ci95'][0]:.2f},{b['ci95'][1]:.2f}]"
                          for k, b in t["baselines"].items())
         print(f"  {t['dtype']:<9} {shape:<18} {t['candidate_ms']:.4f} ms  {t['tflops']:.1f} TFLOP/s  {base}")
+    conf = (record.confinement or {}).get("candidate") or {}
+    if conf:
+        state = "verified" if conf.get("verified") else "NOT verified"
+        print(f"  sandbox {conf.get('mode')}: Landlock ABI {conf.get('landlock_abi') or 'none'}, "
+              f"seccomp {'on' if conf.get('seccomp') else 'off'}, capabilities {conf.get('capabilities')} ({state})")
     print(f"  seed {record.seed}, {record.elapsed_s:.1f}s")
 
 

@@ -28,6 +28,8 @@ def pytest_addoption(parser):
                          "40 on cuda)")
     group.addoption("--gauntlet-seed", type=int, default=None, help="fix the fuzzing seed")
     group.addoption("--gauntlet-timing", action="store_true", help="also time on cuda (slower; default off)")
+    group.addoption("--gauntlet-sandbox", choices=("require", "auto", "off"), default="auto",
+                    help="OS confinement of the workers (default auto: what the kernel offers, recorded)")
 
 
 def pytest_configure(config):
@@ -37,6 +39,11 @@ def pytest_configure(config):
     except searchpath.SearchPathError as exc:
         raise pytest.UsageError(f"gauntlet: {exc}") from None
     config.stash[_PREVIOUS] = discover.use(found)
+    from harness.judge import sandbox
+    try:
+        sandbox.check_mode(config.getoption("--gauntlet-sandbox", "auto"))
+    except sandbox.Unavailable as exc:
+        raise pytest.UsageError(f"gauntlet: {exc}") from None
 
 
 def pytest_unconfigure(config):
@@ -91,7 +98,8 @@ class JudgeItem(pytest.Item):
         # on this 2-core machine).
         examples = cfg.getoption("--gauntlet-examples") or (1 if device == "cpu" else 40)
         opts = Options(device=device, dtypes=(self.dtype,), examples=examples,
-                       seed=cfg.getoption("--gauntlet-seed"), timing=cfg.getoption("--gauntlet-timing"))
+                       seed=cfg.getoption("--gauntlet-seed"), timing=cfg.getoption("--gauntlet-timing"),
+                       sandbox=cfg.getoption("--gauntlet-sandbox"))
         self.record = evaluate(self.problem, self.solution, opts)
         self.user_properties.append(("gauntlet", self.record.to_json()))
         if self.record.verdict == "unsupported":

@@ -25,12 +25,14 @@ from harness import protocol
 def main(argv: list[str]) -> int:
     req_fd, resp_fd = int(argv[0]), int(argv[1])
     role, problem_dir, path, backend, device, baselines = argv[2:8]
+    from harness.child.confined import self_test
+    confined = self_test()                        # before torch, before any candidate code: what is in force
     global STRAGGLER_LIMIT_MS
     STRAGGLER_LIMIT_MS = _straggler_limit_ms()    # read before the candidate is imported: it could set the variable
     from harness import backends
     backends.prepare_process(backend, device)     # before anything imports triton
     session = Session(role, problem_dir, path, backend, device, json.loads(baselines))
-    protocol.send(resp_fd, session.start())
+    protocol.send(resp_fd, dict(session.start(), confined=confined))
     while True:
         try:
             request, _ = protocol.recv(req_fd)

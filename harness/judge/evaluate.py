@@ -15,7 +15,9 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from harness import backends, protocol
-from harness.judge import audit, check, conventions, failures, fingerprint, fuzz, kernels, memory, replies, scoring, timed
+from harness.judge import (audit, check, conventions, environment, failures, fingerprint, fuzz, kernels, memory,
+                           replies, scoring, timed)
+from harness.judge.watchdog import TimeBudget
 from harness.protocol import digest
 from harness.discover import SolutionInfo
 from harness.judge.isolate import Child, ChildFailed
@@ -41,6 +43,8 @@ class Options:
     shapes: list | None = None           # override the benchmark shapes (tests, quick runs)
     max_shapes: int | None = None        # time only the first N benchmark shapes
     max_edges: int | None = None         # judge only the first N edge cases (the CPU smoke run); None: all
+    sandbox: str = "auto"                # OS confinement of the workers: require | auto | off (judge/sandbox)
+    time_limit_s: float | None = 3600.0  # total time the candidate's workers may take answering, per judgement
     peaks: dict = field(default_factory=dict)   # measured ceilings on this device (timing.measure_peaks)
 
 
@@ -169,6 +173,9 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
                         backend=solution.backend, device=opts.device)
     record.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     record.fingerprint = fingerprint.fingerprint(problem, solution, opts)
+    env = environment.verify()
+    if not env["verified"]:
+        record.environment_modified = env["modified"] or ["no package's install record could be checked"]
     dtypes = _select_dtypes(problem, solution, opts, record)
     problem.module()                    # imported by the judge before any candidate code runs
     record.static_notes = audit.static_notes(solution.path)
@@ -207,13 +214,14 @@ def _select_dtypes(problem: Problem, solution: SolutionInfo, opts: Options, reco
 def _judge_all(problem, solution, opts, record, dtypes) -> None:
     timing = opts.device == "cuda" and opts.timing and not opts.case
     # The baseline worker starts first: it measures the idle GPU's flush time before any candidate code exists.
-    base = timed.start_baseline_worker(problem, opts.device) if timing else None
+    base = timed.start_baseline_worker(problem, opts.device, opts.sandbox) if timing else None
     judge = None
+    budget = TimeBudget(opts.time_limit_s)       # shared by every candidate worker of this judgement
     try:
         for i, spec in enumerate(dtypes):
             if judge is None or not judge.child.alive:
                 # A crash or a sticky CUDA error costs one dtype, not all: the next one gets a fresh process.
-                judge = _start_judge(problem, solution, opts, record, base)
+                judge = _start_judge(problem, solution, opts, record, base, budget)
                 if judge is None:
                     for rest in dtypes[i:]:
                         record.skipped[rest.name] = "not judged: the candidate's process did not start"
@@ -236,13 +244,15 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
         record.score[name] = summary
 
 
-def _start_judge(problem, solution, opts, record, base) -> Judge | None:
+def _start_judge(problem, solution, opts, record, base, budget=None) -> Judge | None:
     try:
-        child = Child(problem, solution.path, solution.backend, opts.device)
+        child = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget)
     except ChildFailed as exc:
         if exc.reason.to_json() not in record.reasons:
             record.reasons.append(exc.reason.to_json())
         return None
+    record.confinement = {"candidate": child.confinement,
+                          "baseline": base.confinement if base is not None else None}
     declared = child.hello.get("kernels", [])
     return Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
                  declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import harness
 from harness import discover
+from harness.judge import environment
 
 
 def _sha(paths) -> str:
@@ -35,11 +36,19 @@ def fingerprint(problem, solution, opts) -> dict:
     options = {"device": opts.device, "dtypes": sorted(opts.dtypes) if opts.dtypes else None,
                "examples": opts.examples, "seed": opts.seed, "timing": opts.timing,
                "case_timeout_s": opts.case_timeout_s, "timing_budget_s": opts.timing_budget_s,
-               "max_shapes": opts.max_shapes, "max_edges": opts.max_edges, "shapes": opts.shapes}
+               "max_shapes": opts.max_shapes, "max_edges": opts.max_edges, "shapes": opts.shapes,
+               "sandbox": getattr(opts, "sandbox", "auto"), "time_limit_s": getattr(opts, "time_limit_s", None)}
     return {"solution": _sha([solution.path]),
             "problem": _sha([problem.root / "problem.yaml", problem.reference_path]),
             "baselines": _sha(sorted(discover.baseline_files(problem).values(), key=lambda path: path.stem)),
-            "harness": harness_digest(), "options": options}
+            "harness": harness_digest(), "interpreter": interpreter_digest(environment.verify()), "options": options}
+
+
+def interpreter_digest(env: dict) -> str:
+    """The verified interpreter (harness.judge.environment): which package files differ from their install record,
+    and every `.pth` file start-up runs. A `.pth` dropped into site-packages, or an edited torch, re-judges."""
+    h = hashlib.sha256(repr((sorted(env.get("modified", [])), sorted(env.get("pth", {}).items()))).encode())
+    return h.hexdigest()[:16]
 
 
 def changed_parts(old: dict | None, new: dict) -> list[str]:

@@ -13,9 +13,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from harness import discover, protocol
+from harness.judge.sandbox import Confinement
+from harness.judge.sandbox.limits import Limits
+from harness.judge.watchdog import Bounds, TimeBudget, Watchdog
 from harness.reasons import CODES, Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
@@ -71,15 +75,9 @@ def adopted_orphans(known: set[int], since: int) -> list[int]:
 
 
 MAX_FILE_BYTES = 1 << 30     # a candidate printing without end would otherwise fill the disk with its log
-_PR_SET_PDEATHSIG = 1
-
-
-def _limit_files() -> None:
-    """In the child, before exec: cap file sizes, and die with the parent (a killed judge leaves no worker
-    holding the GPU; Linux only)."""
-    import resource
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+DEFAULT_SANDBOX = "auto"     # the mode a Child gets unless told; the CLI and the plugin pass the user's choice
+# Every worker of this judge that is alive: none of them counts as another worker's escaped process.
+_LIVE: set[int] = set()
 
 
 class ChildFailed(Exception):
@@ -91,10 +89,14 @@ class ChildFailed(Exception):
 
 
 def _worker_env(home: str) -> dict:
-    """The child's environment: the candidate's own temp dir as HOME and TMPDIR, and an import path on which
-    `harness` is this very package. From a checkout that takes the checkout on PYTHONPATH; an installed package is
+    """The child's environment: the candidate's own temp dir as HOME, TMPDIR and Triton's cache (the only place it
+    may write), no user site-packages and none of the interpreter's PYTHON* switches but the path (PYTHONSTARTUP,
+    PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness` is this very
+    package. From a checkout that takes the checkout on PYTHONPATH; an installed package is
     already on the interpreter's path, and site-packages is not put in front of the standard library."""
-    env = dict(os.environ, HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
+    env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONNOUSERSITE="1", TRITON_CACHE_DIR=os.path.join(home, ".triton"))
     env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
     if not _on_site_path(discover.ROOT):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(discover.ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -111,8 +113,10 @@ class Child:
     """`problem`: the Problem the parent loaded (an id is looked up on the search path in force, here, in the
     parent). The worker is handed the problem's folder and its baselines' files, not names to resolve again."""
 
-    def __init__(self, problem, path: Path | None, backend: str, device: str, role: str = "candidate"):
+    def __init__(self, problem, path: Path | None, backend: str, device: str, role: str = "candidate",
+                 sandbox: str | None = None, budget: TimeBudget | None = None, bounds: Bounds | None = None):
         self.role, self.backend = role, backend
+        self.budget = budget if budget is not None else TimeBudget(None)
         if isinstance(problem, str):
             problem = discover.get_problem(problem)
         baselines = discover.baseline_files(problem) if role == "baseline" else {}
@@ -122,20 +126,39 @@ class Child:
         self.resp_r, resp_w = os.pipe()
         env = _worker_env(self.tmp.name)
         _become_subreaper()
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
-                 str(Path(problem.root).resolve()), str(path or "-"), backend, device,
-                 json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()})],
-                cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=_limit_files)
+        self.sandbox = Confinement(sandbox or DEFAULT_SANDBOX, self.tmp.name,
+                                   Limits(file_bytes=MAX_FILE_BYTES))
+        self.alive = False
+        # -P (3.11+): the worker's folder, which it may write, is not put ahead of the installed packages.
+        flags = ["-P"] if sys.version_info >= (3, 11) else []
+        try:
+            with open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, *flags, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
+                     str(Path(problem.root).resolve()), str(path or "-"), backend, device,
+                     json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()})],
+                    cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=self.sandbox.preexec)
+        except subprocess.SubprocessError as exc:     # the confinement could not be put in force: never run open
+            for fd in (req_r, resp_w, self.req_w, self.resp_r):
+                os.close(fd)
+            self.sandbox.close()
+            self.tmp.cleanup()
+            raise RuntimeError(f"the {role} worker could not be confined ({exc}); "
+                               f"{self.log_tail_of(self.log_path)}") from None
+        finally:
+            self.sandbox.close()          # the child holds its own copy of the ruleset, in force
         os.close(req_r)
         os.close(resp_w)
+        _LIVE.add(self.proc.pid)
         st = _stat(self.proc.pid)
         self.started = st[4] if st else 0
         self.alive = True
         self.stopped = False
-        header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution", max_blob=0)
+        self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds or Bounds(), self._escaped_cheap)
+        header, _ = self._recv(min(START_TIMEOUT_S, self.budget.left()), "starting and importing the solution",
+                               max_blob=0)
+        self.confinement = self._confinement(header)
         if not header.get("ok"):
             self.close()
             code = header.get("code", "crash")
@@ -147,6 +170,10 @@ class Child:
         expected output's size); a larger one is `tampering`, read no further."""
         if not self.alive:
             raise ChildFailed(Reason("crash", "the candidate's process is no longer running"))
+        if self.budget.left() <= 0:
+            self.close()
+            raise ChildFailed(Reason("timeout", f"the judgement's total time limit of {self.budget.limit_s:.0f} s "
+                                                f"was used up before {what}"))
         self.cont()
         try:
             protocol.send(self.req_w, header)
@@ -172,16 +199,23 @@ class Child:
             self.stopped = False
 
     def _recv(self, timeout: float, what: str, max_blob: int = 0):
+        left = self.budget.left()
+        t0 = time.monotonic()
         try:
-            return protocol.recv(self.resp_r, timeout, max_blob=max_blob)
+            return protocol.recv(self.resp_r, min(timeout, max(left, 0.0)), max_blob=max_blob)
         except protocol.ChannelTimeout:
             self.close()
+            if left < timeout:
+                raise ChildFailed(Reason("timeout", f"the judgement's total time limit of {self.budget.limit_s:.0f} "
+                                                    f"s ran out while {what}")) from None
             raise ChildFailed(Reason("timeout", f"no answer within {timeout:.0f} s while {what}")) from None
         except protocol.ChannelClosed:
             raise ChildFailed(self._death_reason(what)) from None
         except (ValueError, UnicodeDecodeError) as exc:
             self.close()
             raise ChildFailed(Reason("tampering", f"malformed message on the harness channel: {exc}")) from None
+        finally:
+            self.budget.used_s += time.monotonic() - t0
 
     def _death_reason(self, what: str) -> Reason:
         try:
@@ -189,6 +223,8 @@ class Child:
         except subprocess.TimeoutExpired:
             code = None
         self.close()
+        if self.watchdog.tripped:
+            return Reason("crash", f"the {self.role}'s process was stopped by the judge: {self.watchdog.tripped}")
         if code is not None and code < 0:
             how = f"killed by {signal.Signals(-code).name}"
         elif code == 0:
@@ -198,8 +234,12 @@ class Child:
         return Reason("crash", f"the candidate's process {how} while {what}; log tail:\n{self.log_tail()}")
 
     def log_tail(self, n: int = 1500) -> str:
+        return self.log_tail_of(self.log_path, n)
+
+    @staticmethod
+    def log_tail_of(log_path, n: int = 1500) -> str:
         try:
-            with open(self.log_path, "rb") as fh:
+            with open(log_path, "rb") as fh:
                 fh.seek(max(0, fh.seek(0, os.SEEK_END) - n))
                 return fh.read().decode(errors="replace")
         except OSError:
@@ -207,6 +247,7 @@ class Child:
 
     def close(self) -> None:
         self.cont()
+        self.watchdog.stop()
         if self.alive:
             self.alive = False
             try:
@@ -224,7 +265,50 @@ class Child:
             except OSError:
                 pass
         self.req_w = self.resp_r = -1
+        _LIVE.discard(self.proc.pid)
         self.tmp.cleanup()
+
+    def _escaped_cheap(self) -> list[int]:
+        """For the watchdog's frequent looks: the judge's own children (where escapes are re-parented), not a scan
+        of /proc; other live workers of this judge are not this one's escapes."""
+        me, mine = os.getpid(), os.getsid(0)
+        out = []
+        for tid in os.listdir(f"/proc/{me}/task"):
+            try:
+                with open(f"/proc/{me}/task/{tid}/children") as fh:
+                    kids = [int(p) for p in fh.read().split()]
+            except (OSError, ValueError):
+                continue
+            for pid in kids:
+                st = _stat(pid)
+                if pid not in _LIVE and st and st[3] != mine and st[4] >= self.started:
+                    out.append(pid)
+        return out
+
+    def _confinement(self, hello: dict) -> dict:
+        """What was in force, as the judge set it and as it reads it from outside (/proc/PID/status) and the worker
+        found it before any candidate code ran (a write beside its scratch dir refused)."""
+        out = self.sandbox.describe()
+        status = {}
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as fh:
+                for line in fh:
+                    key, _, value = line.partition(":")
+                    status[key] = value.strip()
+        except OSError:
+            pass
+        seen = {"no_new_privs": status.get("NoNewPrivs") == "1", "seccomp_filter": status.get("Seccomp") == "2",
+                "no_capabilities": status.get("CapEff", "").strip("0") == "",
+                "writes_refused": bool((hello.get("confined") or {}).get("writes_refused"))}
+        want = {"no_new_privs": self.sandbox.mode != "off", "seccomp_filter": bool(self.sandbox.filter),
+                "no_capabilities": self.sandbox.mode != "off", "writes_refused": bool(self.sandbox.ruleset)}
+        out["verified"] = all(seen[k] for k, v in want.items() if v) and bool(status)
+        out["watchdog"] = self.watchdog.bounds.as_record()
+        if self.sandbox.mode == "require" and not out["verified"]:
+            self.close()
+            raise RuntimeError(f"--sandbox require: the {self.role} worker is not confined as set: "
+                               f"{ {k: seen[k] for k, v in want.items() if v} }")
+        return out
 
     def escaped(self) -> list[int]:
         """Processes that left the child's process group and session and are still running."""

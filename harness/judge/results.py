@@ -36,6 +36,8 @@ class EvalRecord:
     score: dict = field(default_factory=dict)        # dtype -> baseline -> summary
     static_notes: list = field(default_factory=list)   # a second opinion from reading the source; not a verdict
     fingerprint: dict = field(default_factory=dict)  # hashes of what the verdict depends on (judge/fingerprint.py)
+    confinement: dict = field(default_factory=dict)  # what the OS enforced on each worker (judge/sandbox), as verified
+    environment_modified: list = field(default_factory=list)   # package files that differ from their install record
     seed: int | None = None
     elapsed_s: float = 0.0
     schema: str = EVAL_SCHEMA

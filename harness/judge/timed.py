@@ -18,11 +18,12 @@ from harness.reasons import Reason
 ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
 
 
-def start_baseline_worker(problem, device: str) -> Child:
-    """The clean worker: the problem's baselines and nothing of any candidate. (That each baseline exists was
-    checked when the problem was loaded: harness.discover.)"""
+def start_baseline_worker(problem, device: str, sandbox: str | None = None) -> Child:
+    """The clean worker: the problem's baselines and nothing of any candidate, confined like the candidate's (so
+    the candidate's worker, in a Landlock domain of its own, can neither signal nor trace it). (That each baseline
+    exists was checked when the problem was loaded: harness.discover.)"""
     try:
-        return Child(problem, None, "torch", device, role="baseline")
+        return Child(problem, None, "torch", device, role="baseline", sandbox=sandbox)
     except ChildFailed as exc:
         raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
 

@@ -1,0 +1,81 @@
+"""The interpreter the judge and its workers start from, verified: the installed files of the packages every
+verdict runs through (torch, triton, numpy, hypothesis, PyYAML, cupy, the CUTLASS DSL, Gauntlet itself when
+installed) match their wheel's install record (RECORD's sha256), and the `.pth` files of every site folder (code
+any Python start-up runs) are listed with their digests.
+
+Why: a candidate that could write into site-packages (an unconfined run, `--sandbox off`) could leave a `.pth` file
+or an edited `torch/__init__.py` behind that runs in every later judge and worker: a zeros kernel recorded as pass,
+torch.matmul slowed in later baseline workers. The sandbox makes that write impossible; this check finds one that
+happened before (or by other hands). A modified package file is refused (`--sandbox require`) or recorded; the
+`.pth` digests are part of the fingerprint, so a new one re-judges resumed records.
+
+Only Python sources and `.pth` files are hashed (about 3100 files, 60 MB, 0.2 s on the CI machine); shared
+libraries are not. Measured once per process.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import importlib.metadata as md
+import site
+import sys
+from pathlib import Path
+
+PACKAGES = ("torch", "triton", "numpy", "hypothesis", "PyYAML", "cupy-cuda13x", "cupy-cuda12x",
+            "nvidia-cutlass-dsl", "gauntlet")
+
+
+def _hash(path: Path, mode: str) -> str:
+    digest = hashlib.new(mode, path.read_bytes()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _check_dist(name: str) -> tuple[int, list[str]]:
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        return 0, []
+    checked, modified = 0, []
+    for f in dist.files or []:
+        if not f.hash or not str(f).endswith((".py", ".pth")):
+            continue
+        path = Path(f.locate())
+        try:
+            ok = _hash(path, f.hash.mode) == f.hash.value
+        except (OSError, ValueError):
+            ok = False
+        checked += 1
+        if not ok:
+            modified.append(f"{name}: {f}")
+    return checked, modified
+
+
+def _site_dirs() -> list[str]:
+    dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    dirs += [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and p not in dirs]
+    return [d for d in dirs if Path(d).is_dir()]
+
+
+def pth_files() -> dict[str, str]:
+    """Every `.pth` file Python's start-up would run, with its sha256."""
+    out = {}
+    for folder in _site_dirs():
+        for path in sorted(Path(folder).glob("*.pth")):
+            try:
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+            except OSError:
+                out[str(path)] = "unreadable"
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def verify() -> dict:
+    """{"verified": bool, "files_checked": n, "modified": [...], "pth": {path: digest}}."""
+    checked, modified = 0, []
+    for name in PACKAGES:
+        n, bad = _check_dist(name)
+        checked += n
+        modified += bad
+    return {"verified": not modified and checked > 0, "files_checked": checked, "modified": modified[:20],
+            "pth": pth_files(), "python": sys.executable}

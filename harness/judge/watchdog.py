@@ -1,0 +1,187 @@
+"""The judge's watch on a worker's resources, from outside its process: host memory, processes, threads and the
+scratch disk of the worker and everything it started (its descendants, and those that escaped its session and were
+re-parented to the judge, a child subreaper), plus the total time a judgement may hold a judge.
+
+Why outside: an rlimit on address space breaks CUDA (it reserves far more virtual memory than it uses), and a
+cgroup v2 group is not delegated on every runner (the CI machine has cgroup v1). A thread in the judge reads
+/proc every POLL_S and kills the worker's whole tree when a bound is passed; the worker's reply then becomes a
+clear reason (`crash` naming the limit) instead of a dead judge (the OOM killer choosing the judge) or a full disk.
+Forks faster than one poll are bounded by RLIMIT_NPROC (harness.judge.sandbox.limits) as a backstop.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+POLL_S = 0.1
+DISK_EVERY_S = 1.0
+GIB = 1 << 30
+
+
+def _mem_total() -> int:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 16 * GIB
+
+
+@dataclass
+class Bounds:
+    """Per worker. `ram_bytes`: resident memory of its whole tree (default: half the host's memory shared by the
+    judges on this GPU, at least 4 GiB; GAUNTLET_WORKER_RAM_GIB overrides, read by the judge); `processes` alive at
+    once besides the worker (Triton starts ptxas, a compile pool a few more); `threads` over the tree; `disk_bytes`
+    in its scratch dir."""
+    ram_bytes: int = 0
+    processes: int = 64
+    threads: int = 2048
+    disk_bytes: int = 8 * GIB
+    disk_entries: int = 200_000
+
+    def __post_init__(self):
+        if not self.ram_bytes:
+            raw = os.environ.get("GAUNTLET_WORKER_RAM_GIB")
+            if raw:
+                self.ram_bytes = int(float(raw) * GIB)
+            else:
+                from harness import gpu
+                try:
+                    share = gpu.judges_per_gpu()
+                except ValueError:
+                    share = 1
+                self.ram_bytes = max(4 * GIB, _mem_total() // (2 * share))
+
+    def as_record(self) -> dict:
+        return {"ram_gib": round(self.ram_bytes / GIB, 1), "processes": self.processes, "threads": self.threads,
+                "disk_gib": round(self.disk_bytes / GIB, 1)}
+
+
+class TimeBudget:
+    """The total time one judgement's candidate workers may take answering (start-up, every call, timing), across
+    the fresh workers a crash costs. A candidate that sleeps just under the per-call limit on every call would
+    otherwise hold a judge for hours and pass."""
+
+    def __init__(self, limit_s: float | None):
+        self.limit_s, self.used_s = limit_s, 0.0
+
+    def left(self) -> float:
+        return float("inf") if self.limit_s is None else self.limit_s - self.used_s
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out += [int(p) for p in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def tree(root: int, extra: list[int] = ()) -> list[int]:
+    """`root`, its descendants, and `extra` (escaped ones) with theirs."""
+    seen, todo = [], [root, *extra]
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        todo += _children(pid)
+    return seen
+
+
+def _rss_threads(pid: int) -> tuple[int, int]:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[21]) * os.sysconf("SC_PAGE_SIZE"), int(fields[17])
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+
+
+def scratch_usage(folder: str, max_entries: int) -> tuple[int, int]:
+    """(bytes, entries) under `folder`, counting stops past max_entries."""
+    total = entries = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in filenames:
+            entries += 1
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+            if entries > max_entries:
+                return total, entries
+        entries += len(dirnames)
+    return total, entries
+
+
+class Watchdog:
+    """Started once a worker runs; `tripped` holds the first bound passed (then the tree has been killed)."""
+
+    def __init__(self, pid: int, scratch: str, bounds: Bounds, escaped):
+        self.pid, self.scratch, self.bounds, self.escaped = pid, scratch, bounds, escaped
+        self.tripped: str | None = None
+        self.peak = {"ram_gib": 0.0, "processes": 0, "threads": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gauntlet-watchdog", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+
+    def _run(self) -> None:
+        next_disk = 0.0
+        while not self._stop.wait(POLL_S):
+            try:
+                why = self.look(disk=time.monotonic() >= next_disk)
+            except Exception:  # noqa: BLE001 - the watch must never take the judge down
+                continue
+            if time.monotonic() >= next_disk:
+                next_disk = time.monotonic() + DISK_EVERY_S
+            if why:
+                self.tripped = why
+                self.kill()
+                return
+
+    def look(self, disk: bool = True) -> str | None:
+        pids = tree(self.pid, self.escaped())
+        rss = threads = 0
+        for pid in pids:
+            r, t = _rss_threads(pid)
+            rss, threads = rss + r, threads + t
+        self.peak["ram_gib"] = max(self.peak["ram_gib"], round(rss / GIB, 2))
+        self.peak["processes"] = max(self.peak["processes"], len(pids) - 1)
+        self.peak["threads"] = max(self.peak["threads"], threads)
+        b = self.bounds
+        if rss > b.ram_bytes:
+            return f"host memory limit: the worker's processes held {rss / GIB:.1f} GiB (limit {b.ram_bytes / GIB:.1f} GiB)"
+        if len(pids) - 1 > b.processes:
+            return f"process limit: {len(pids) - 1} processes alive beside the worker (limit {b.processes})"
+        if threads > b.threads:
+            return f"thread limit: {threads} threads in the worker's processes (limit {b.threads})"
+        if disk:
+            used, entries = scratch_usage(self.scratch, b.disk_entries)
+            if used > b.disk_bytes or entries > b.disk_entries:
+                return (f"disk limit: {used / GIB:.1f} GiB in {entries} entries under its scratch dir "
+                        f"(limit {b.disk_bytes / GIB:.1f} GiB, {b.disk_entries} entries)")
+        return None
+
+    def kill(self) -> None:
+        for pid in tree(self.pid, self.escaped()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
