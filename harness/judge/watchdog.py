@@ -37,7 +37,7 @@ class Bounds:
     """Per worker. `ram_bytes`: resident memory of its whole tree (default: half the host's memory shared by the
     judges on this GPU, at least 4 GiB; GAUNTLET_WORKER_RAM_GIB overrides, read by the judge); `processes` alive at
     once besides the worker (Triton starts ptxas, a compile pool a few more); `threads` over the tree; `disk_bytes`
-    in its scratch dir."""
+    in its scratch dir (GAUNTLET_WORKER_DISK_GIB overrides)."""
     ram_bytes: int = 0
     processes: int = 64
     threads: int = 2048
@@ -45,6 +45,9 @@ class Bounds:
     disk_entries: int = 200_000
 
     def __post_init__(self):
+        disk = os.environ.get("GAUNTLET_WORKER_DISK_GIB")
+        if disk:
+            self.disk_bytes = int(float(disk) * GIB)
         if not self.ram_bytes:
             raw = os.environ.get("GAUNTLET_WORKER_RAM_GIB")
             if raw:
@@ -110,6 +113,17 @@ def _rss_threads(pid: int) -> tuple[int, int]:
         return 0, 0
 
 
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def scratch_usage(folder: str, max_entries: int) -> tuple[int, int]:
     """(bytes, entries) under `folder`, counting stops past max_entries."""
     total = entries = 0
@@ -166,12 +180,17 @@ class Watchdog:
         self.peak["processes"] = max(self.peak["processes"], len(pids) - 1)
         self.peak["threads"] = max(self.peak["threads"], threads)
         b = self.bounds
-        if rss > b.ram_bytes:
-            return f"host memory limit: the worker's processes held {rss / GIB:.1f} GiB (limit {b.ram_bytes / GIB:.1f} GiB)"
         if len(pids) - 1 > b.processes:
             return f"process limit: {len(pids) - 1} processes alive beside the worker (limit {b.processes})"
         if threads > b.threads:
             return f"thread limit: {threads} threads in the worker's processes (limit {b.threads})"
+        if rss > b.ram_bytes:
+            # Resident sets count the pages forked processes share once per process: only the proportional sum
+            # (PSS, dearer to read) decides.
+            pss = sum(_pss(pid) for pid in pids)
+            if pss > b.ram_bytes:
+                return (f"host memory limit: the worker's processes held {pss / GIB:.1f} GiB "
+                        f"(limit {b.ram_bytes / GIB:.1f} GiB)")
         if disk:
             used, entries = scratch_usage(self.scratch, b.disk_entries)
             if used > b.disk_bytes or entries > b.disk_entries:

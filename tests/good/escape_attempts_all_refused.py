@@ -1,0 +1,79 @@
+"""An adversarial probe that passes only where the worker is confined. At import it tries one harmless instance of
+each way out of its process that a same-user candidate had before the sandbox (issue 16), and refuses to import,
+listing what worked, if any of them did:
+- the judge's memory and descriptors: /proc/PPID/mem opened for writing (the tolerance was rewritten this way),
+  /proc/PPID/fd/1 (a forged verdict printed into the judge's stdout), /proc/PPID/environ;
+- a signal to the judge (signal 0: the permission check alone);
+- files outside its scratch dir: site-packages (a .pth runs in every later process), the installed torch package,
+  /dev/shm, the system temp dir, the checkout;
+- sockets of every family (a same-user spawner's UNIX socket, the network);
+- new namespaces (unshare) and a ptrace-class syscall (process_vm_readv on the judge).
+Each attempt is reverted at once where it succeeds (a created file is removed, a descriptor closed), so a failing
+run of this file damages nothing. solve itself is honest."""
+import ctypes
+import os
+import site
+import socket
+import tempfile
+
+import torch
+
+BACKEND = "torch"
+EXPECTED = "pass"
+DEVICE = "cpu"
+
+_worked = []
+
+
+def _try(name, fn):
+    try:
+        fn()
+    except OSError:
+        return
+    _worked.append(name)
+
+
+def _create_and_remove(path):
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.close(fd)
+    os.unlink(path)
+
+
+def _open_close(path, flags):
+    os.close(os.open(path, flags))
+
+
+def _syscall_or_raise(nr, *args):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(nr, *args) < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+_pp = os.getppid()
+_tag = f"gauntlet-escape-probe-{os.getpid()}"
+_try("write /proc/PPID/mem", lambda: _open_close(f"/proc/{_pp}/mem", os.O_RDWR))
+_try("open /proc/PPID/fd/1", lambda: _open_close(f"/proc/{_pp}/fd/1", os.O_WRONLY))
+_try("read /proc/PPID/environ", lambda: _open_close(f"/proc/{_pp}/environ", os.O_RDONLY))
+_try("signal the judge", lambda: os.kill(_pp, 0))
+for _folder in site.getsitepackages():
+    _try(f"create a file in {_folder}", lambda f=_folder: _create_and_remove(os.path.join(f, _tag + ".pth")))
+_try("open torch/__init__.py for writing", lambda: _open_close(torch.__file__, os.O_WRONLY | os.O_APPEND))
+_try("create a file in /dev/shm", lambda: _create_and_remove(f"/dev/shm/{_tag}"))
+_try("create a file in the system temp dir",
+     lambda: _create_and_remove(os.path.join(os.path.dirname(os.getcwd()), _tag)))
+_try("create a file in the checkout", lambda: _create_and_remove(os.path.join(os.path.dirname(__file__), _tag)))
+for _family in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
+    _try(f"socket family {_family}", lambda f=_family: socket.socket(f, socket.SOCK_STREAM).close())
+_try("socket (UDP)", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())
+if os.uname().machine == "x86_64":
+    _try("unshare(CLONE_NEWUSER)", lambda: _syscall_or_raise(272, 0x10000000))
+    _buf = ctypes.create_string_buffer(8)
+    _iov = (ctypes.c_void_p * 2)(ctypes.addressof(_buf), 8)
+    _try("process_vm_readv on the judge", lambda: _syscall_or_raise(310, _pp, _iov, 1, _iov, 1, 0))
+if _worked:
+    raise ImportError("the worker is not confined; these worked: " + "; ".join(_worked))
+
+
+def solve(a, b):
+    return torch.matmul(a, b)

@@ -1,0 +1,129 @@
+"""OS confinement of the workers (harness.judge.sandbox) and the judge's bounds on them (harness.judge.watchdog).
+
+The escape classes of issue 16, on this machine: tests/good/escape_attempts_all_refused.py (run by
+test_corpus_extra) passes only if every way out is refused; here, the same probe unconfined shows the test can
+fail, the forged-stdout fixture is run through the CLI, and each resource bound becomes a verdict naming it."""
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import discover
+from harness.judge import environment, fingerprint, sandbox
+from harness.judge.evaluate import Options, evaluate
+from harness.judge.sandbox import seccomp
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+CONFINED = not sandbox.missing()
+needs_sandbox = pytest.mark.skipif(not CONFINED, reason=f"this kernel cannot confine: {sandbox.missing()}")
+
+# tests/bad fixtures judged here (with their own limits) rather than by test_bad_solutions' table.
+FIXTURES = {"balloons_host_memory", "fork_bomb", "opens_many_descriptors", "fills_scratch_disk",
+            "sleeps_under_the_call_limit"}
+
+
+def _judge(path: Path, **kw):
+    problem = discover.get_problem("gemm")
+    solution = discover.get_solution("gemm", str(path))
+    opts = dict(device="cpu", dtypes=("float32",), examples=1, max_edges=2, case_timeout_s=60.0)
+    opts.update(kw)
+    return evaluate(problem, solution, Options(**opts))
+
+
+@needs_sandbox
+def test_every_record_says_what_was_in_force():
+    record = _judge(ROOT / "solutions" / "gemm" / "torch_matmul.py")
+    assert record.verdict == "pass"
+    conf = record.confinement["candidate"]
+    assert conf["verified"] and conf["mode"] == "auto" and conf["seccomp"] and conf["landlock_abi"] >= 6
+    assert conf["capabilities"] == "none" and conf["limits"]["open_files"] == 4096
+    assert record.fingerprint["options"]["sandbox"] == "auto" and record.fingerprint["interpreter"]
+
+
+def test_the_escape_probe_can_fail():
+    """Unconfined (`--sandbox off`, root keeps its capabilities), the probe's attempts succeed and it refuses to
+    import: the corpus test that expects it to pass is not a test that cannot fail."""
+    record = _judge(HERE / "good" / "escape_attempts_all_refused.py", sandbox="off")
+    assert record.verdict == "error" and record.reasons[0]["code"] == "import_error"
+    detail = record.reasons[0]["detail"]
+    assert "create a file in /dev/shm" in detail and "socket family" in detail
+    assert not list(Path("/dev/shm").glob("gauntlet-escape-probe-*"))       # each attempt was undone
+
+
+@needs_sandbox
+def test_a_forged_verdict_on_the_judges_stdout_is_refused():
+    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm",
+                          str(HERE / "bad" / "forges_verdict_via_judge_stdout.py"), "--device", "cpu",
+                          "--dtype", "float32", "--examples", "1", "--json", "--sandbox", "require"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    assert out.returncode == 1 and len(lines) == 1, (out.returncode, out.stdout[-2000:], out.stderr[-2000:])
+    doc = json.loads(lines[0])
+    assert doc["verdict"] == "fail" and [r["code"] for r in doc["reasons"]] == ["mismatch"]
+    assert doc["confinement"]["candidate"]["verified"]
+
+
+@needs_sandbox
+def test_a_pth_file_cannot_be_planted():
+    planted = [Path(d) / "zz_gauntlet_planted.pth" for d in site.getsitepackages()]
+    try:
+        record = _judge(HERE / "bad" / "drops_pth_into_site_packages.py")
+        assert record.verdict == "fail"
+        assert not any(p.exists() for p in planted)
+    finally:
+        for p in planted:
+            p.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("name, env, kw, words", [
+    ("balloons_host_memory", {"GAUNTLET_WORKER_RAM_GIB": "1.5"}, {}, "host memory limit"),
+    ("fork_bomb", {}, {}, "process limit"),
+    ("opens_many_descriptors", {}, {}, "Too many open files"),
+    ("fills_scratch_disk", {"GAUNTLET_WORKER_DISK_GIB": "0.1"}, {}, "disk limit"),
+    ("sleeps_under_the_call_limit", {}, {"case_timeout_s": 3.0, "time_limit_s": 12.0}, "total time limit"),
+])
+def test_a_resource_bound_is_a_verdict_that_names_it(name, env, kw, words, monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    record = _judge(HERE / "bad" / f"{name}.py", **kw)
+    assert record.verdict in ("error", "timeout"), record.reasons
+    assert any(words in r["detail"] for r in record.reasons), record.reasons
+
+
+def test_require_is_a_usage_error_where_the_kernel_cannot_confine(monkeypatch):
+    monkeypatch.setattr(sandbox, "offered", lambda: {"landlock_abi": 3, "seccomp": True, "arch": "x86_64",
+                                                     "root": True})
+    with pytest.raises(sandbox.Unavailable, match="Landlock ABI >= 6"):
+        sandbox.check_mode("require")
+    sandbox.check_mode("auto")
+    with pytest.raises(ValueError, match="unknown sandbox mode"):
+        sandbox.check_mode("sometimes")
+
+
+def test_cli_sandbox_flag_is_checked():
+    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", "torch_matmul", "--sandbox", "maybe",
+                          "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 2 and json.loads(out.stdout)["verdict"] == "usage_error"
+
+
+def test_the_seccomp_program_assembles_for_both_architectures():
+    for machine in seccomp.ARCHES:
+        code = seccomp.program(machine)
+        assert len(code) % 8 == 0 and 30 < len(code) // 8 < 256
+
+
+def test_the_interpreter_is_verified_and_its_pth_files_fingerprinted():
+    env = environment.verify()
+    assert env["verified"] and env["files_checked"] > 1000, env["modified"]
+    one = fingerprint.interpreter_digest(env)
+    planted = dict(env, pth=dict(env["pth"], **{"/x/site-packages/evil.pth": "0123"}))
+    assert fingerprint.interpreter_digest(planted) != one
+    edited = dict(env, modified=["torch: torch/__init__.py"])
+    assert fingerprint.interpreter_digest(edited) != one
