@@ -192,11 +192,27 @@ class Child:
             self.stopped = True
 
     def cont(self) -> None:
-        if self.alive and self.stopped:
-            _signal_group(self.proc.pid, signal.SIGCONT)
-            for pid in self.escaped():
-                _signal(pid, signal.SIGCONT)
-            self.stopped = False
+        """Let the child run. Every request goes through here (request()), and a child that is running is first
+        stopped, and seen stopped, then continued: every request, a correctness call's as much as a timed batch
+        after the other side's, reaches a process that was just stopped and continued, so a SIGCONT (a handler
+        the candidate installs runs on it) says nothing about which phase the judgement is in."""
+        if not self.alive:
+            return
+        escaped = self.escaped()
+        if not self.stopped:
+            for pid in escaped:
+                _signal(pid, signal.SIGSTOP)
+            _signal_group(self.proc.pid, signal.SIGSTOP)
+            deadline = time.monotonic() + 0.2
+            while time.monotonic() < deadline:     # a SIGCONT sent before the stop lands would discard it
+                st = _stat(self.proc.pid)
+                if st is None or st[0] in "TtZX":
+                    break
+                time.sleep(0.0002)
+        _signal_group(self.proc.pid, signal.SIGCONT)
+        for pid in escaped:
+            _signal(pid, signal.SIGCONT)
+        self.stopped = False
 
     def _recv(self, timeout: float, what: str, max_blob: int = 0):
         left = self.budget.left()
@@ -222,6 +238,7 @@ class Child:
             code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             code = None
+        tail = self.log_tail()            # before close(), which removes the scratch dir and the log with it
         self.close()
         if self.watchdog.tripped:
             return Reason("crash", f"the {self.role}'s process was stopped by the judge: {self.watchdog.tripped}")
@@ -231,7 +248,7 @@ class Child:
             how = "exited with status 0 before answering (an early exit is not a pass)"
         else:
             how = f"exited with status {code}"
-        return Reason("crash", f"the candidate's process {how} while {what}; log tail:\n{self.log_tail()}")
+        return Reason("crash", f"the candidate's process {how} while {what}; log tail:\n{tail}")
 
     def log_tail(self, n: int = 1500) -> str:
         return self.log_tail_of(self.log_path, n)
