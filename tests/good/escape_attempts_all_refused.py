@@ -6,7 +6,8 @@ listing what worked, if any of them did:
 - a signal to the judge (signal 0: the permission check alone);
 - files outside its scratch dir: site-packages (a .pth runs in every later process), the installed torch package,
   /dev/shm, the system temp dir, the checkout;
-- sockets of every family (a same-user spawner's UNIX socket, the network);
+- sockets: a connection to a named UNIX socket (a same-user spawner's: tmux, systemd-run's bus), a datagram to
+  one, and every family but UNIX (the network, netlink, raw packets);
 - new namespaces (unshare) and a ptrace-class syscall (process_vm_readv on the judge).
 Each attempt is reverted at once where it succeeds (a created file is removed, a descriptor closed), so a failing
 run of this file damages nothing. solve itself is honest."""
@@ -63,9 +64,34 @@ _try("create a file in /dev/shm", lambda: _create_and_remove(f"/dev/shm/{_tag}")
 _try("create a file in the system temp dir",
      lambda: _create_and_remove(os.path.join(os.path.dirname(os.getcwd()), _tag)))
 _try("create a file in the checkout", lambda: _create_and_remove(os.path.join(os.path.dirname(__file__), _tag)))
-for _family in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6):
-    _try(f"socket family {_family}", lambda f=_family: socket.socket(f, socket.SOCK_STREAM).close())
-_try("socket (UDP)", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())
+for _family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_PACKET):
+    _try(f"socket family {_family}", lambda f=_family: socket.socket(f, socket.SOCK_DGRAM).close())
+
+
+def _connect_to_own_listener(kind):
+    """A listening UNIX socket of its own, in its scratch dir: only a refused connect() can stop this one, so a
+    pathname socket elsewhere (a tmux server's) is out of reach too."""
+    path = os.path.join(os.getcwd(), f"{_tag}-{kind}.sock")
+    server = socket.socket(socket.AF_UNIX, kind)
+    try:
+        server.bind(path)
+        if kind == socket.SOCK_STREAM:
+            server.listen(1)
+        client = socket.socket(socket.AF_UNIX, kind)
+        try:
+            if kind == socket.SOCK_STREAM:
+                client.connect(path)
+            else:
+                client.sendto(b"x", path)
+        finally:
+            client.close()
+    finally:
+        server.close()
+        os.unlink(path)
+
+
+_try("connect a UNIX stream socket", lambda: _connect_to_own_listener(socket.SOCK_STREAM))
+_try("send a datagram to a named UNIX socket", lambda: _connect_to_own_listener(socket.SOCK_DGRAM))
 if os.uname().machine == "x86_64":
     _try("unshare(CLONE_NEWUSER)", lambda: _syscall_or_raise(272, 0x10000000))
     _buf = ctypes.create_string_buffer(8)

@@ -5,10 +5,10 @@ already confined and never imports this package.
 In force on a worker (`--sandbox auto`, the default, takes what the kernel offers; `require` refuses to judge
 without all of it; `off` keeps only the resource bounds):
 - Landlock (harness.judge.sandbox.landlock): writes only beneath the worker's own scratch dir (its HOME and TMPDIR)
-  and to the device nodes CUDA and the interpreter use (/dev/null, /dev/nvidia*, ...); no ptrace-class access to
+  its own /proc/PID, and the device nodes CUDA and the interpreter use (/dev/null, /dev/nvidia*, ...); no ptrace-class access to
   any process outside its domain (/proc/PID/mem, /proc/PID/fd of the judge or the other worker); no signals to them
   and no abstract UNIX sockets outside it (ABI 6); no TCP (ABI 4).
-- seccomp (harness.judge.sandbox.seccomp): no sockets at all, no io_uring, no namespaces or mounts, no other
+- seccomp (harness.judge.sandbox.seccomp): no connection to any socket, no socket but UNIX ones, no io_uring, no namespaces or mounts, no other
   process's memory, no terminal injection.
 - capabilities dropped for good, no_new_privs, resource limits (harness.judge.sandbox.limits), and the judge's
   watchdog (harness.judge.watchdog) on host memory, processes, threads, scratch disk and total time.
@@ -86,6 +86,10 @@ class Confinement:
         limits.apply(self.bounds)
         if self.mode == "off":
             return
+        if self.ruleset is not None:
+            # Its own /proc/PID (CUDA writes there: measured on an H100, cudaGetDeviceCount fails without it).
+            # "/proc/self" here, after the fork, is the worker's own, and stays so through exec.
+            self.ruleset.allow_beneath("/proc/self")
         for step, err in (("dropping capabilities", limits.drop_capabilities()),
                           ("no_new_privs", seccomp.no_new_privs()),
                           ("landlock", landlock.restrict_self(self.ruleset.fd) if self.ruleset else 0),
@@ -104,7 +108,7 @@ class Confinement:
                 "writes": "scratch dir and device nodes only" if abi else "unconfined",
                 "other_processes": "no ptrace, /proc/PID/mem or fds" if abi else "unconfined",
                 "signals": "own domain only" if abi >= 6 else "unconfined",
-                "network": ("no sockets (seccomp)" if self.filter else "TCP refused (Landlock)" if abi >= 4
+                "network": ("no connections, UNIX sockets only (seccomp)" if self.filter else "TCP refused (Landlock)" if abi >= 4
                             else "unconfined"),
                 "seccomp": bool(self.filter), "capabilities": "none" if self.mode != "off" else "inherited",
                 "limits": self.bounds.as_record()}

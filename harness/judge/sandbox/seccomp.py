@@ -2,9 +2,13 @@
 
 Landlock confines the filesystem, ptrace-class access, signals, TCP and abstract sockets. What it leaves, and this
 filter refuses (with an errno, so a library that merely probes carries on):
-- sockets of every family (`socket()`; `socketpair()` stays: it reaches nothing): a pathname UNIX socket is how a
-  candidate would reach a pre-existing spawner (a tmux server, systemd-run's bus, a container runtime) and start a
-  process outside every limit; UDP and raw sockets are not covered by Landlock's TCP rules;
+- reaching any socket outside the worker: `connect()` is refused (ECONNREFUSED) and so is `sendto()` with an
+  address, and `socket()` creates only UNIX sockets (CUDA's start-up needs one; every other family, UDP and raw
+  among them, which Landlock's TCP rules do not cover, is refused). A pathname UNIX socket is how a candidate
+  would reach a pre-existing spawner (a tmux server, systemd-run's bus, a container runtime) and start a process
+  outside every limit; abstract ones are also closed by Landlock's scope. `socketpair()` stays: it reaches nothing.
+  (`sendmsg()` with an address on an unconnected datagram socket is not filtered: it reaches a logging socket at
+  most, never a spawner, which needs a connection.)
 - io_uring (its operations open sockets and files without the system calls filtered here);
 - reading or writing other processes' memory or descriptors (ptrace, process_vm_*, pidfd_getfd, kcmp,
   process_madvise), perf events, bpf, userfaultfd, keyrings;
@@ -34,7 +38,7 @@ TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 ARCHES = {
     "x86_64": (0xC000003E, {
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438,
-        "process_madvise": 440, "socket": 41, "io_uring_setup": 425, "io_uring_enter": 426,
+        "process_madvise": 440, "socket": 41, "connect": 42, "sendto": 44, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "bpf": 321, "perf_event_open": 298, "keyctl": 250, "add_key": 248,
         "request_key": 249, "userfaultfd": 323, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
         "unshare": 272, "setns": 308, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
@@ -42,14 +46,19 @@ ARCHES = {
         "fsopen": 430, "fsmount": 432, "clone3": 435, "clone": 56, "ioctl": 16}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438,
-        "process_madvise": 440, "socket": 198, "io_uring_setup": 425, "io_uring_enter": 426,
+        "process_madvise": 440, "socket": 198, "connect": 203, "sendto": 206, "io_uring_setup": 425, "io_uring_enter": 426,
         "io_uring_register": 427, "bpf": 280, "perf_event_open": 241, "keyctl": 219, "add_key": 217,
         "request_key": 218, "userfaultfd": 282, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
         "unshare": 97, "setns": 268, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
         "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265, "open_tree": 428, "move_mount": 429,
         "fsopen": 430, "fsmount": 432, "clone3": 435, "clone": 220, "ioctl": 29}),
 }
-SPECIAL = {"clone", "ioctl", "clone3", "socket", "io_uring_setup", "io_uring_enter", "io_uring_register"}
+SPECIAL = {"clone", "ioctl", "clone3", "socket", "connect", "sendto", "io_uring_setup", "io_uring_enter",
+           "io_uring_register"}
+AF_UNIX = 1
+# CUDA's start-up needs a UNIX socket of its own (measured on an H100: cudaGetDeviceCount fails with error 304 when
+# socket(AF_UNIX) is refused) but starts fine when connecting it is refused (no nvidia-persistenced to talk to).
+SOCKET_DOMAINS = (AF_UNIX,)
 X32_BIT = 0x40000000
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -78,10 +87,12 @@ def _errno(code: int) -> int:
     return RET_ERRNO | (code & 0xFFFF)
 
 
-def program(machine: str | None = None) -> bytes:
-    """The filter as the kernel's struct sock_filter array."""
+def program(machine: str | None = None, allow: frozenset = frozenset(), socket_domains: tuple = SOCKET_DOMAINS) -> bytes:
+    """The filter as the kernel's struct sock_filter array. `allow`: call names not to refuse; `socket_domains`:
+    address families socket() may still create."""
     machine = machine or platform.machine()
     arch, nrs = ARCHES[machine]
+    nrs = {k: v for k, v in nrs.items() if k not in allow or k in ("clone", "ioctl")}
     code: list = []            # (op, jt, jf, k) with jt/jf as labels or ints; resolved below
 
     def emit(op, k=0, jt=0, jf=0):
@@ -93,12 +104,19 @@ def program(machine: str | None = None) -> bytes:
     emit(LD_W_ABS, OFF_NR)
     if machine == "x86_64":
         emit(JGE_K, X32_BIT, "eperm", 0)   # the x32 ABI's numbers alias the x86-64 ones
-    emit(JEQ_K, nrs["clone"], "clone", 0)
-    emit(JEQ_K, nrs["ioctl"], "ioctl", 0)
-    emit(JEQ_K, nrs["clone3"], "enosys", 0)
-    for name in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
-        emit(JEQ_K, nrs[name], "enosys", 0)
-    emit(JEQ_K, nrs["socket"], "eacces", 0)
+    if "clone" not in allow:
+        emit(JEQ_K, nrs["clone"], "clone", 0)
+    if "ioctl" not in allow:
+        emit(JEQ_K, nrs["ioctl"], "ioctl", 0)
+    for name in ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register"):
+        if name in nrs:
+            emit(JEQ_K, nrs[name], "enosys", 0)
+    if "socket" in nrs:
+        emit(JEQ_K, nrs["socket"], "socket", 0)
+    if "connect" in nrs:
+        emit(JEQ_K, nrs["connect"], "econnrefused", 0)
+    if "sendto" in nrs:
+        emit(JEQ_K, nrs["sendto"], "sendto", 0)
     for name, nr in sorted(nrs.items()):
         if name not in SPECIAL:
             emit(JEQ_K, nr, "eperm", 0)
@@ -113,10 +131,24 @@ def program(machine: str | None = None) -> bytes:
     emit(JEQ_K, TIOCSTI, "eperm", 0)
     emit(JEQ_K, TIOCLINUX, "eperm", 0)
     emit(RET_K, RET_ALLOW)
+    labels["sendto"] = len(code)
+    emit(LD_W_ABS, 16 + 8 * 4)             # args[4]: dest_addr; a datagram to a named socket is a connect too
+    emit(JEQ_K, 0, 0, "eacces")
+    emit(LD_W_ABS, 16 + 8 * 4 + 4)
+    emit(JEQ_K, 0, "allow", "eacces")
+    labels["socket"] = len(code)
+    emit(LD_W_ABS, 16)                     # args[0]: the address family
+    for domain in socket_domains:
+        emit(JEQ_K, domain, "allow", 0)
+    emit(RET_K, _errno(errno.EACCES))
+    labels["allow"] = len(code)
+    emit(RET_K, RET_ALLOW)
     labels["eperm"] = len(code)
     emit(RET_K, _errno(errno.EPERM))
     labels["eacces"] = len(code)
     emit(RET_K, _errno(errno.EACCES))
+    labels["econnrefused"] = len(code)
+    emit(RET_K, _errno(errno.ECONNREFUSED))
     labels["enosys"] = len(code)
     emit(RET_K, _errno(errno.ENOSYS))
     out = b""
@@ -131,8 +163,8 @@ def program(machine: str | None = None) -> bytes:
 class Filter:
     """The program kept alive in the judge's memory, so the forked child can point the kernel at it."""
 
-    def __init__(self):
-        self.code = program()
+    def __init__(self, **kw):
+        self.code = program(**kw)
         self.buf = ctypes.create_string_buffer(self.code, len(self.code))
         self.fprog = struct.pack("=HxxxxxxQ", len(self.code) // 8, ctypes.addressof(self.buf))
         self.fprog_buf = ctypes.create_string_buffer(self.fprog, len(self.fprog))
