@@ -26,7 +26,7 @@ needs_sandbox = pytest.mark.skipif(not CONFINED, reason=f"this kernel cannot con
 
 # tests/bad fixtures judged here (with their own limits) rather than by test_bad_solutions' table.
 FIXTURES = {"balloons_host_memory", "fork_bomb", "opens_many_descriptors", "fills_scratch_disk",
-            "sleeps_under_the_call_limit"}
+            "sleeps_under_the_call_limit", "kills_the_baseline_worker"}
 
 
 def _judge(path: Path, **kw):
@@ -127,3 +127,32 @@ def test_the_interpreter_is_verified_and_its_pth_files_fingerprinted():
     assert fingerprint.interpreter_digest(planted) != one
     edited = dict(env, modified=["torch: torch/__init__.py"])
     assert fingerprint.interpreter_digest(edited) != one
+
+
+def _cuda() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_killing_the_baseline_worker_leaves_no_record_without_a_ratio(mode):
+    """Confined, the kill is refused and the candidate's own (poor) ratio stands; unconfined, the baseline dies and
+    the record is rejected (`tampering`), never a pass without a figure."""
+    if not _cuda():
+        pytest.skip("needs a CUDA device")
+    from harness.judge.peaks import measure_peaks
+    problem = discover.get_problem("gemm")
+    spec = problem.dtype("bfloat16")
+    bench = next(b for b in problem.benchmark if (b["M"], b["N"], b["K"]) == (4096, 4096, 4096))
+    import torch
+    peaks = measure_peaks(torch.device("cuda"), {"bfloat16": (spec.torch_dtype(), spec.tf32)})
+    record = _judge(HERE / "bad" / "kills_the_baseline_worker.py", device="cuda", dtypes=("bfloat16",),
+                    examples=2, max_edges=1, timing=True, shapes=[bench], timing_budget_s=4.0, peaks=peaks,
+                    sandbox=mode)
+    if mode == "auto" and CONFINED:
+        assert record.verdict == "pass", record.reasons
+        speedup = record.timings[0]["baselines"]["cublas"]["speedup"]
+        assert speedup < 0.75, speedup
+    else:
+        assert "tampering" in [r["code"] for r in record.reasons], record.reasons

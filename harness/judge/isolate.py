@@ -248,7 +248,7 @@ class Child:
             how = "exited with status 0 before answering (an early exit is not a pass)"
         else:
             how = f"exited with status {code}"
-        return Reason("crash", f"the candidate's process {how} while {what}; log tail:\n{tail}")
+        return Reason("crash", f"the {self.role}'s process {how} while {what}; log tail:\n{tail}")
 
     def log_tail(self, n: int = 1500) -> str:
         return self.log_tail_of(self.log_path, n)

@@ -2,7 +2,7 @@
 process, and there recorded a zeros kernel as pass. Here the .pth only sets an environment variable
 (GAUNTLET_PTH_PLANTED) in whatever starts later, and solve returns zeros, so the verdict is a mismatch either
 way: tests/test_sandbox.py asserts that no such file exists after the judgement (and removes one if it does).
-Confined, the worker may write only beneath its scratch dir: the write is refused."""
+Confined, the worker may write only beneath its scratch dir: the write is refused. Expected: mismatch."""
 import os
 import site
 

@@ -3,7 +3,7 @@ opened the judge's own stdout through /proc/PPID/fd/1, printed a well-formed `"v
 killed the judge: the only JSON a caller of `gauntlet eval --json` read was the forged one. Its kernel computes
 nothing (zeros). Confined (Landlock: no ptrace-class access to processes outside the worker's domain, no signals
 to them), both steps are refused, and the zeros are judged: mismatch. tests/test_sandbox.py runs it through the
-CLI and counts the JSON objects."""
+CLI and counts the JSON objects. Expected: mismatch."""
 import json
 import os
 import signal

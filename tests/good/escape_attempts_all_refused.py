@@ -10,7 +10,7 @@ listing what worked, if any of them did:
   one, and every family but UNIX (the network, netlink, raw packets);
 - new namespaces (unshare) and a ptrace-class syscall (process_vm_readv on the judge).
 Each attempt is reverted at once where it succeeds (a created file is removed, a descriptor closed), so a failing
-run of this file damages nothing. solve itself is honest."""
+run of this file damages nothing. solve itself is honest. Expected: pass."""
 import ctypes
 import os
 import site
