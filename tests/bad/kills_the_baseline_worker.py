@@ -1,6 +1,7 @@
 """Known-bad (issue 16): a baseline worker killed by the candidate left the record without timing instead of a
 rejection, and a candidate with a poor ratio gains by leaving none. This one computes the product twice (about 0.5x
-cuBLAS) and, on every call, sends SIGKILL to every Gauntlet worker whose command line says `baseline`.
+cuBLAS) and, on every call, sends SIGKILL to its judge's baseline worker (its sibling: a process of the same parent
+whose command line says `baseline`; judges running beside it are left alone).
 Confined, the signals are refused (Landlock's signal scope: only its own domain) and its honest, poor ratio stands;
 unconfined, the baseline worker dies and the record gets `tampering` (harness.judge.timed). Judged on a GPU with
 timing by tests/test_sandbox.py."""
@@ -19,7 +20,9 @@ def _kill_baselines():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
                 argv = fh.read().split(b"\0")
-            if b"harness.child.worker" in argv and b"baseline" in argv:
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            if b"harness.child.worker" in argv and b"baseline" in argv and ppid == os.getppid():
                 os.kill(int(pid), signal.SIGKILL)
         except OSError:
             continue
