@@ -27,6 +27,8 @@ CODES = {
     "crash": ("error", "the candidate raised, or its process died"),
     "timeout": ("timeout", "the candidate ran past its wall-clock limit"),
     "import_error": ("error", "the solution file could not be imported or lacks BACKEND/solve"),
+    "nothing_judged": ("fail", "no dtype was judged: the solution's DTYPES share none with the problem's (or with "
+                               "the dtypes asked for), so nothing it computes was checked"),
     "unsupported": ("unsupported", "the backend is not available on this device (not a failure)"),
 }
 

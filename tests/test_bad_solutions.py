@@ -33,6 +33,10 @@ EXPECTED = {
     "patches_allclose": ("tampering", ("float32",)),
     "background_thread": ("background_work", ("float32",)),
     "syntax_error": ("import_error", ("float32",)),
+    # Judged on nothing: DTYPES shares no dtype with the problem, or with the dtype asked for (never a pass).
+    "declares_no_dtypes": ("nothing_judged", ("float32",)),
+    "declares_foreign_dtypes": ("nothing_judged", ("float32",)),
+    "asked_outside_its_dtypes": ("nothing_judged", ("float32",)),
 }
 
 

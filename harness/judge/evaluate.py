@@ -185,7 +185,9 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
     elif not ok:
         code = "unsupported" if solution.backend in backends.BACKENDS else "import_error"
         record.reasons.append(Reason(code, why).to_json())
-    elif dtypes:
+    elif not dtypes:
+        record.reasons.append(_nothing_judged(problem, solution, opts).to_json())
+    else:
         watched = audit.watched_paths(problem)
         tree = audit.source_tree_digest(watched)
         _judge_all(problem, solution, opts, record, dtypes)
@@ -209,6 +211,15 @@ def _select_dtypes(problem: Problem, solution: SolutionInfo, opts: Options, reco
         else:
             chosen.append(problem.dtypes[name])
     return chosen
+
+
+def _nothing_judged(problem: Problem, solution: SolutionInfo, opts: Options) -> Reason:
+    """A judgement that judged no dtype is never a pass: a file declaring DTYPES = () (or only dtypes the problem
+    does not have), or asked for a --dtype outside its DTYPES, computed nothing the judge saw."""
+    asked = list(opts.dtypes) if opts.dtypes else list(problem.dtypes)
+    return Reason("nothing_judged", f"no dtype judged: asked for {', '.join(asked)}; the solution's DTYPES is "
+                                    f"{tuple(solution.dtypes or ())}; problem {problem.id} has "
+                                    f"{', '.join(problem.dtypes)}")
 
 
 def _judge_all(problem, solution, opts, record, dtypes) -> None:

@@ -4,13 +4,25 @@ Shapes mix the values that break kernels (1, primes, tile sizes and their neighb
 on the product of the dims lets one dim run long, past every tile size, while the others stay small; the order in
 which dims are drawn is itself drawn, so each dim gets its turn at being the long one.
 
-About half the draws are aligned: every integer dim a multiple of one drawn alignment (8 to 128). Fast kernels
+Most draws are aligned: every integer dim a multiple of one drawn alignment (8 to 128). Fast kernels
 branch on alignment (TMA needs 16-byte rows, vectorised loads need multiples of 8 or 16), and the aligned branch is
 the one real shapes take; independent draws rarely align the dims that matter at once. Measured over 3000 draws
-of the CUDA domains: int8_gemm's TMA condition (K % 16 == 0 and N % 4 == 0) held in 3.4% of draws before, 74%
-now; gemm's bf16 one (K and N multiples of 8) in 3.1% before, 87% now. Before, about one judgement in four
-(38 draws per dtype on a GPU) never reached a TMA kernel's fast path at all, and the others reached it once or
-twice.
+of the CUDA domains: int8_gemm's TMA condition (K % 16 == 0 and N % 4 == 0) held in 3.4% of draws with
+independent dims only, 74% with the aligned draws alone, 70% now (below); gemm's bf16 one (K and N multiples of 8)
+in 3.1%, 87%, 79%. With independent draws, about one judgement in four (38 draws per dtype on a GPU) never
+reached a TMA kernel's fast path at all.
+
+The opposite corner is large and misaligned at once: a kernel whose fast path covers the 16-aligned bulk of a
+big output and mishandles the tail (never writes the last N % 16 columns when M * N is large) met it only in
+independent draws that happened to be large in two dims, and in no edge case (those are large in one dim, or
+aligned). So one draw in twelve is LARGE (it takes half the independent draws' share; aligned draws keep 10 in
+12): two or more dims (drawn) share the budget, each in the top half of its share and a multiple of 64 plus or
+minus 1..15 (`_large_misaligned`), and the edge cases end with the wide case (`_wide_case`: gemm's CPU domain
+M = N = 383, K = 9). Measured over 3000 draws, "M * N >= 8192 and N % 16 != 0" on gemm's CPU domain: 4.2% of
+draws before, 9.9% now (and the wide edge case in every judgement); "M * N >= 2**22 and N % 16 != 0" on its CUDA
+domain: 0.9% before, 2.9% now (10.8% for M * N >= 2**20; the wide edge case there is M = N = 4499, K = 197).
+The aligned shares moved little: gemm's CPU domain has every dim a multiple of 8 in 49% of draws (52% before), of
+16 in 32% (34%); tests/bad/triton_skips_n_tail_when_large.py.
 """
 from __future__ import annotations
 
@@ -26,6 +38,24 @@ TILE_EDGES = tuple(sorted({t + d for t in (8, 16, 32, 64, 128, 256, 512, 1024, 2
 
 
 ALIGNMENTS = (8, 16, 32, 64, 128)
+LARGE = "large"          # the draw mode where several dims are near the budget's top and misaligned at once
+REMAINDERS = tuple(range(1, 16))
+
+
+def _large_misaligned(lo: int, hi: int):
+    """A value in the top half of [lo, hi] that is a multiple of 64 (16 below 128) plus or minus 1..15, so not a
+    multiple of 16 (unless [lo, hi] holds no such value): the tail a kernel's fast path leaves to a masked loop, at
+    a size where the fast path runs."""
+    step = 64 if hi >= 128 else 16
+    q_lo, q_hi = max(1, -(-max(lo, hi // 2) // step)), hi // step
+    if hi < 17 or q_hi < q_lo:
+        return st.integers(lo, hi)
+
+    def place(t):
+        q, r, sign = t
+        v = q * step + sign * r
+        return v if lo <= v <= hi else q * step - r if q * step - r >= lo else max(lo, min(hi, v))
+    return st.tuples(st.integers(q_lo, q_hi), st.sampled_from(REMAINDERS), st.sampled_from((1, -1))).map(place)
 
 
 def _dim_values(lo: int, hi: int, align: int = 0):
@@ -63,13 +93,21 @@ def shapes(draw, bounds: FuzzBounds, valid=None, fits=None):
     """A dict dim -> value within the bounds, the budget and (with `fits`) the device's memory."""
     ranged = [d for d, b in bounds.dims.items() if isinstance(b, tuple)]
     order = draw(st.permutations(ranged))
-    align = draw(st.sampled_from((0, 8, 16, 32, 64, 128)))     # 0: unaligned
+    align = draw(st.sampled_from((0, LARGE, *ALIGNMENTS, *ALIGNMENTS)))     # 0: unaligned; aligned 10 in 12
+    # LARGE: the first n_large dims of the order share the budget (each near the n-th root of what is left) and
+    # are misaligned; the others are drawn as usual in what remains.
+    n_large = draw(st.integers(min(2, len(ranged)), len(ranged))) if align == LARGE and ranged else 0
     shape, product = {}, 1
     for i, dim in enumerate(order):
         lo, hi = bounds.dims[dim]
         rest_min = math.prod(bounds.dims[d][0] for d in order[i + 1:])
         hi = max(lo, min(hi, bounds.budget // max(1, product * rest_min)))
-        shape[dim] = draw(_dim_values(lo, hi, align))
+        if i < n_large:
+            share = bounds.budget / max(1, product * rest_min) * math.prod(bounds.dims[d][0]
+                                                                           for d in order[i + 1:n_large])
+            shape[dim] = draw(_large_misaligned(lo, max(lo, min(hi, int(share ** (1 / (n_large - i)))))))
+        else:
+            shape[dim] = draw(_dim_values(lo, hi, 0 if align == LARGE else align))
         product *= shape[dim]
     for dim, b in bounds.dims.items():
         if not isinstance(b, tuple):
@@ -111,8 +149,10 @@ def edge_cases(bounds: FuzzBounds, valid=None, fits=None) -> list[dict]:
             top.append(dict(base, **{dim: hi}))
     full = [_full_case(bounds, base, ranged)] if len(ranged) > 1 else []
     aligned = [_aligned(c, bounds) for c in full]
+    wide = [_wide_case(bounds, base, ranged)] if len(ranged) > 1 else []
     cases, seen = [], set()
-    for case in odd + full + aligned + top:     # the odd ends first: they break more kernels than the even ones
+    # The odd ends first: they break more kernels than the even ones. The wide case last, where there is room.
+    for case in odd + full + aligned + top + wide:
         case = fit(case, bounds, fits)
         if case is None:
             continue
@@ -134,6 +174,33 @@ def _aligned(case: dict, bounds: FuzzBounds) -> dict:
             if v // a * a >= b[0]:
                 out[d] = v // a * a
     return out
+
+
+def _odd_at_most(value: int, lo: int) -> int:
+    return value if value % 2 or value - 1 < lo else value - 1
+
+
+def _wide_case(bounds: FuzzBounds, base: dict, ranged: list) -> dict:
+    """Every dim but the longest-range one at the largest odd value the budget leaves them together (odd: never a
+    multiple of 16), the longest one with the rest: gemm's CPU domain gives M = N = 383, K = 9. The full case keeps
+    the outputs small (35 x 35 there) and the aligned one aligned, so a kernel that mishandles the misaligned tail
+    of a large output (the last N % 16 columns, say, only when M * N is large) passed every other edge."""
+    long = max(ranged, key=lambda d: bounds.dims[d][1] - bounds.dims[d][0])
+    others = [d for d in ranged if d != long]
+    room = bounds.budget // max(1, bounds.dims[long][0])
+    side = max(1, int(room ** (1 / len(others))))
+    case = dict(base)
+    for d in others:
+        o_lo, o_hi = bounds.dims[d]
+        case[d] = _odd_at_most(max(o_lo, min(o_hi, side)), o_lo)
+    while math.prod(case[d] for d in others) * bounds.dims[long][0] > bounds.budget:
+        d = max(others, key=lambda k: case[k])
+        if case[d] <= bounds.dims[d][0]:
+            break
+        case[d] -= 2 if case[d] - 2 >= bounds.dims[d][0] else 1
+    lo, hi = bounds.dims[long]
+    case[long] = _odd_at_most(max(lo, min(hi, bounds.budget // max(1, math.prod(case[d] for d in others)))), lo)
+    return case
 
 
 def _full_case(bounds: FuzzBounds, base: dict, ranged: list) -> dict:

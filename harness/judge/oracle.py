@@ -25,11 +25,25 @@ def expected_for(problem: Problem, inputs: tuple, spec: DtypeSpec) -> Expected:
     module = problem.module()
     names = conventions.declared(module)
     if not names:
-        return _expected(module, inputs, spec)
+        expected = _expected(module, inputs, spec)
+        if getattr(inputs, "mode", None) == "exact" and not spec.tf32:
+            expected.exact_case = _is_exact(expected)
+        return expected
     stated = _expected(module, inputs, spec, names[0])
     others = tuple((name, functools.partial(_expected, module, inputs, spec, name)) for name in names[1:])
     return conventions.Admissible(oracle=stated.oracle, torch_out=stated.torch_out, scale=stated.scale,
                                   convention=names[0], others=others)
+
+
+def _is_exact(expected: Expected) -> bool:
+    """An exact-arithmetic case (harness.inputs) holds only if the oracle is representable in the output dtype and
+    torch's own answer equals it: a make_exact_inputs that is not exact must not make the judge stricter than
+    torch (such a case is then judged as a random one)."""
+    oracle = expected.oracle
+    if not oracle.is_floating_point() or not bool(torch.isfinite(oracle).all()):
+        return False
+    ours = oracle.to(expected.dtype)
+    return bool((ours.to(torch.float64) == oracle).all()) and bool((expected.torch_out == ours).all())
 
 
 def _expected(module, inputs: tuple, spec: DtypeSpec, convention: str | None = None) -> Expected:
