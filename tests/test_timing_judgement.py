@@ -1,23 +1,43 @@
 """The parent's timing judgement, on the CPU: the round schedule against scripted workers, the reply schema, the
-kernel/op allowlist, the quiet check, the second clock and the paired interval. All pure functions of headers (the
-GPU behaviour itself is exercised by the `gpu` corpus fixtures and scripts/trust_check.py)."""
+kernel/op allowlist, the measured window, the quiet check, the second clock and the paired interval. All pure
+functions of headers (the GPU behaviour itself is exercised by the `gpu` corpus fixtures and scripts/trust_check.py
+and scripts/timing_probe.py)."""
 import math
 import random
 
 import pytest
 
-from harness.judge import bench, kernels, replies, scoring, timed
+from harness.judge import bench, kernels, replies, scoring, timed, window
 from harness.judge.bench import Schedule
 from harness.reasons import Reason
 
 CUBLAS = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
 GLUE = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
 SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, float, float>"
-HOLD = "at::cuda::(anonymous namespace)::spin_kernel(long)"
+HOLD, BEGIN, MARK, SNAP = "gauntlet_hold", "gauntlet_begin", "gauntlet_mark", "gauntlet_snap"
+TORCH_SPIN = "at::cuda::(anonymous namespace)::spin_kernel(long)"       # torch.cuda._sleep: never the harness's
 
 
 def _call(*kernels_, ops=(), launches=()):
     return {"kernels": [list(k) for k in kernels_], "ops": list(ops), "launches": list(launches), "marked": True}
+
+
+def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0):
+    """A timed call's reply as an honest worker sends it (harness.child.timing): the hold (starting at 0 on the
+    profiler's GPU timeline), the start event as the hold ends, the begin marker 1 us later (1 us long), the call's
+    kernel after it, the end event 1 us after the kernel, then the snapshot and the end marker. `extra`: (name,
+    start ns, end ns) kernels of the call on other streams. `late_us`: the host recorded the start event that long
+    after the hold ended. Returns (call, the events' ms)."""
+    hold_end = int(hold_ms * 1e6)
+    start = hold_end + int(late_us * 1e3)
+    k0 = start + 3000
+    k1 = k0 + int(ms * 1e6)
+    rows = [(HOLD, 0, hold_end), (BEGIN, start + 1000, start + 2000), (kernel, k0, k1),
+            (SNAP, k1 + 2000, k1 + 22000), (MARK, k1 + 23000, k1 + 24000)]
+    rows += list(extra)
+    call = {"kernels": [[n, (b - a) / 1e3] for n, a, b in rows], "spans": [[a, b] for _, a, b in rows],
+            "ops": [], "launches": [], "marked": True, "snaps": 1}
+    return call, (k1 + 1000 - start) / 1e6
 
 
 # --- the allowlist ---------------------------------------------------------------------------------------------
@@ -53,9 +73,15 @@ def test_declared_triton_name_that_looks_like_a_library_is_still_own():
     assert not kernels.own_kernel("cutlass_80_tensorop_s16816gemm", frozenset({"cutlass_80_tensorop_s16816gemm"}))
 
 
-def test_a_second_spin_kernel_is_not_the_harness_hold():
-    call = _call((HOLD, 1000.0), (HOLD, 5000.0), ("_gemm_kernel", 100.0))
-    assert kernels.call_problems(call, "cuda", frozenset(), timed=True)
+def test_a_second_harness_kernel_or_torchs_spin_kernel_is_not_the_harness_hold():
+    for second in (HOLD, MARK, TORCH_SPIN):
+        call = _call((HOLD, 1000.0), (MARK, 1.0), (second, 5000.0), ("_gemm_kernel", 100.0))
+        found = kernels.call_problems(call, "cuda", frozenset(), timed=True)
+        assert found and second[:40] in found[0], second
+    # the harness's own kernels, once each, are neither the candidate's own work nor glue
+    only_harness = _call((HOLD, 1000.0), (MARK, 1.0), (SNAP, 20.0))
+    assert "no kernel of the candidate's own" in kernels.call_problems(only_harness, "cuda", frozenset(),
+                                                                       timed=True)[0]
 
 
 def test_cpu_ops_outside_the_allowlist_and_missing_launches():
@@ -120,6 +146,9 @@ class FakeWorker:
         self.stopped, self.alive, self.peer = False, True, None
         self.kept = 0
         self.shared = 0                 # outputs per batch that reuse an earlier output's memory
+        self.extra = ()                 # kernels of every call on other streams: (name, start ns, end ns)
+        self.host_ms = 0.05             # the probe's host launch time
+        self.holds: list = []           # hold_ms of every batch request
 
     def stop(self):
         self.stopped = True
@@ -133,16 +162,19 @@ class FakeWorker:
         self.log.append((self.name, op, self.peer.stopped))
         if op == "bench_setup":
             labels = ["candidate"] if self.name == "cand" else ["cublas"]
-            return {"ok": True, "sides": {label: {"probe_ms": self.ms, "host_ms": 0.05, "note": ""} for label in labels}}, []
+            return {"ok": True, "sides": {label: {"probe_ms": self.ms, "host_ms": self.host_ms, "note": ""}
+                                          for label in labels}}, []
         if op == "bench_batch" and self.fail_batches:
             return {"ok": False, "code": "crash", "detail": "CUBLAS_STATUS_NOT_SUPPORTED"}, []
         if op == "bench_batch":
             n = header["calls"]
+            self.holds.append(header["hold_ms"])
             rng = random.Random(len(self.log))
             ms = [self.ms * (1 + 0.01 * rng.uniform(-1, 1)) for _ in range(n)]
-            hdr = {"ok": True, "ms": ms, "host_ms": [0.05] * n, "flush_ms": [self.flush_ms] * n,
-                   "calls": [_call((HOLD, 1000.0), (self.kernel, self.ms * 1e3)) for _ in range(n)],
-                   "background": "", "state": [], "shared_outputs": min(self.shared, n)}
+            timed = [_timed(self.kernel, x, extra=self.extra) for x in ms]
+            hdr = {"ok": True, "ms": [t for _, t in timed], "host_ms": [0.05] * n, "flush_ms": [self.flush_ms] * n,
+                   "calls": [c for c, _ in timed], "background": "", "state": [],
+                   "shared_outputs": min(self.shared, n)}
             # Let the parent's clock see this batch take the events' time plus a fixed overhead.
             import time
             time.sleep(n * (self.ms + self.gap_ms) / 1e3)
@@ -236,6 +268,150 @@ def test_a_failing_baseline_worker_is_not_blamed_on_the_candidate():
     with pytest.raises(bench.BaselineFailed):
         s.run(budget_s=0.2)
     assert s.reasons == []
+
+
+# --- the measured window ---------------------------------------------------------------------------------------
+
+def test_an_honest_call_is_inside_its_window():
+    call, ms = _timed()
+    problems, margins = window.check(call, ms)
+    assert problems == [] and margins["start_us"] >= 0 and margins["end_us"] >= 0
+    # an unordered side stream starting as the hold's blocks retire, within the slack, is not blamed
+    call, ms = _timed(extra=[("_gemm_kernel", 1_000_000 - 3000, 1_100_000)])
+    assert window.check(call, ms)[0] == []
+
+
+def test_a_kernel_beside_the_hold_is_named_with_how_early():
+    call, ms = _timed(extra=[("_side_kernel", 400_000, 600_000)])      # ran during the hold
+    problems, margins = window.check(call, ms)
+    assert len(problems) == 1 and "'_side_kernel' started 600.0 us before the hold ended" in problems[0]
+    assert margins["start_us"] == -601.0
+
+
+def test_a_late_start_event_moves_the_window_and_what_ran_before_it_is_named():
+    # The host recorded the start event 2 ms after the hold ended (a hiccup): the call's own kernel, queued after
+    # it, is still inside; a side stream's kernel that ran in the gap, before the start event, is not.
+    call, ms = _timed(late_us=2000.0)
+    problems, margins = window.check(call, ms)
+    assert problems == [] and margins["start_after_hold_us"] == 2001.0
+    call, ms = _timed(late_us=2000.0, extra=[("_gap_kernel", 1_200_000, 1_900_000)])
+    problems, _ = window.check(call, ms)
+    assert len(problems) == 1 and "'_gap_kernel' started 1801.0 us before the start event" in problems[0]
+
+
+def test_a_kernel_past_the_end_event_is_named_with_how_late():
+    end = 1_000_000 + 3000 + 200_000 + 1000          # the end event: 1 us after the call's own kernel
+    call, ms = _timed(ms=0.2, extra=[("_rest", end - 50_000, end + 70_000)])      # a third deferred past it
+    problems, margins = window.check(call, ms)
+    assert len(problems) == 1 and "'_rest' ended" in problems[0] and "after the end event" in problems[0]
+    assert margins["end_us"] < -60
+
+
+def test_a_kernel_past_the_end_marker_is_outside_even_if_the_events_say_more():
+    call, ms = _timed(ms=0.2, extra=[("_after", 1_500_000, 1_600_000)])
+    assert window.check(call, ms * 10)[0]            # events over-reporting do not stretch the window past the marker
+
+
+# Timelines of timed calls recorded on an H100 (scripts/timing_probe.py --window, 2026-11-24): (name, start us, end
+# us) from the session's first GPU activity, and the events' ms.
+H100_SIDE_STREAM = (0.18640, [(HOLD, 0.0, 1001.25), ("_gemm_kernel", 1000.51, 1187.68), (BEGIN, 1142.97, 1144.22),
+                              (SNAP, 1191.39, 1213.76), (MARK, 1215.1, 1216.0)])
+H100_SLOW_LAUNCH = (3.11888, [(HOLD, 0.0, 1001.31), ("_gemm_kernel", 1000.57, 1188.35), (BEGIN, 1143.9, 1145.47),
+                              (SNAP, 4231.6, 4253.62), (MARK, 4324.37, 4325.27)])
+H100_DEFERRED = (0.22301, [(HOLD, 0.0, 1001.28), (BEGIN, 1003.87, 1004.77), ("_gemm_kernel", 1005.73, 1144.0),
+                           ("Memcpy DtoD (Device -> Device)", 1145.31, 1157.92), ("_gemm_kernel", 1159.33, 1246.69),
+                           ("Memcpy DtoD (Device -> Device)", 1248.09, 1254.75), (SNAP, 1300.77, 1323.84),
+                           (MARK, 1363.87, 1364.77)])
+
+
+def _recorded(rows):
+    return {"kernels": [[n, b - a] for n, a, b in rows], "spans": [[int(a * 1e3), int(b * 1e3)] for _, a, b in rows],
+            "ops": [], "launches": [], "marked": True, "snaps": 1}
+
+
+def test_h100_timelines_an_unordered_side_stream_that_starves_the_begin_marker_is_inside():
+    # The side stream's GEMM took the SMs as the hold ended, so the begin marker waited 142 us for one: the start
+    # event had fired as the hold ended all the same (nothing of the call can run before it fires).
+    for ms, rows in (H100_SIDE_STREAM, H100_SLOW_LAUNCH):
+        problems, margins = window.check(_recorded(rows), ms)
+        assert problems == [] and margins["start_after_hold_us"] == 0.0 and margins["begin_after_start_us"] > 140
+
+
+def test_h100_timeline_work_deferred_past_the_end_event_is_named():
+    problems, _ = window.check(_recorded(H100_DEFERRED[1]), H100_DEFERRED[0])
+    assert len(problems) == 2 and "ended 19.8 us after the end event" in problems[0] and "27.9 us" in problems[1]
+
+
+def test_work_run_in_a_gap_before_a_late_start_event_is_named_even_when_it_starves_the_marker():
+    # A thread queued the product during the hold and held the GIL until it had run, so the start event was
+    # recorded late; then solve's own short kernel. Idle GPU before the marker: the window opened there.
+    rows = [(HOLD, 0, 1000), ("_gemm_kernel", 1000.5, 1190), (BEGIN, 1500, 1501), ("_tiny", 1503, 1505),
+            (SNAP, 1510, 1530), (MARK, 1531, 1532)]
+    problems, _ = window.check(_recorded(rows), 0.006)
+    assert problems and "started 499.5 us before the start event" in problems[0]
+    # ... and kept busy until the start event, to starve the marker: the window then opens at the hold's end, and
+    # the events (short, from the late start event) close it long before the work ended
+    rows = [(HOLD, 0, 1000), ("_gemm_kernel", 1000.5, 1190), ("_more", 1190.5, 1502), (BEGIN, 1501, 1502),
+            ("_tiny", 1503, 1505), (SNAP, 1510, 1530), (MARK, 1531, 1532)]
+    problems, _ = window.check(_recorded(rows), 0.006)
+    assert problems and "after the end event" in problems[0]
+
+
+@pytest.mark.parametrize("corrupt", [
+    lambda c: c.pop("spans"),
+    lambda c: c["spans"].pop(),
+    lambda c: c["spans"].__setitem__(1, [5, 1]),
+    lambda c: c["spans"].__setitem__(1, [0, float("nan")]),
+    lambda c: c["spans"].__setitem__(1, [True, 3]),
+    lambda c: c.update(snaps=2),
+    lambda c: c.update(snaps=0),                                  # a snapshot kernel nobody launched
+    lambda c: (c["kernels"].pop(0), c["spans"].pop(0)),           # no hold
+    lambda c: (c["kernels"].pop(1), c["spans"].pop(1)),           # no begin marker
+    lambda c: (c["kernels"].append([MARK, 1.0]), c["spans"].append([0, 1])),    # a second marker
+])
+def test_a_malformed_or_forged_timeline_is_refused(corrupt):
+    call, ms = _timed()
+    window.check(call, ms)
+    corrupt(call)
+    with pytest.raises(window.BadTimeline):
+        window.check(call, ms)
+
+
+def test_a_candidate_kernel_outside_the_window_is_tampering_in_the_schedule():
+    s, _ = _schedule()
+    s.cand.extra = (("_side_kernel", 500_000, 700_000),)
+    s.run(budget_s=0.2)
+    assert [r.code for r in s.reasons] == ["tampering"] and "before the hold ended" in s.reasons[0].detail
+    assert not s.spots
+
+
+def test_a_malformed_timeline_from_the_candidate_is_tampering():
+    s, _ = _schedule()
+    s.cand.extra = (("gauntlet_hold", 0, 10),)                     # a kernel named like the harness's hold
+    s.run(budget_s=0.2)
+    assert [r.code for r in s.reasons] == ["tampering"] and "malformed timing reply" in s.reasons[0].detail
+
+
+def test_a_baseline_call_outside_its_window_is_a_harness_bug():
+    s, _ = _schedule()
+    s.base.extra = (("_late", 5_000_000, 5_100_000),)
+    with pytest.raises(RuntimeError, match="harness bug"):
+        s.run(budget_s=0.2)
+
+
+def test_the_hold_is_the_judges_whatever_the_candidates_launch_costs():
+    from harness.gpu import HOLD_MS
+    s, log = _schedule()
+    s.cand.host_ms = 30.0                       # a candidate whose launch takes 30 ms on the host
+    s.run(budget_s=0.2)
+    holds = {h for h in s.cand.holds + s.base.holds}
+    assert s.hold_ms == HOLD_MS and holds == {HOLD_MS}
+    s, _ = _schedule()
+    s.base.host_ms = 2.0                        # only a baseline's own launch, measured in the clean worker, counts
+    s.run(budget_s=0.2)
+    assert s.hold_ms == pytest.approx(1.5 * 2.0 + 0.2) and set(s.cand.holds) == {s.hold_ms}
+    figs = s.figures()
+    assert figs["candidate"]["window_us"]["start"] is not None and figs["cublas"]["window_us"]["end"] is not None
 
 
 # --- the interval and the floor --------------------------------------------------------------------------------

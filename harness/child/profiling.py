@@ -7,8 +7,10 @@ a candidate cannot tell checked calls from timed ones by it, and both sides of a
 
 One profiler session covers exactly one call (from just before the call to a device-wide sync after it), so every
 GPU kernel and every aten op the session saw belongs to that call, whatever stream or thread ran it: no clock
-alignment between CPU and GPU timestamps is needed. The child only collects names and durations: the parent
-(`harness.judge.kernels`) decides what is allowed.
+alignment between CPU and GPU timestamps is needed. The child only collects names, durations and each GPU
+activity's start and end on the GPU's timeline (relative to the session's first one): the parent decides what is
+allowed (`harness.judge.kernels`) and whether every kernel ran inside the measured window (`harness.judge.window`,
+bounded by the harness's hold and end-marker kernels, harness.gpu).
 """
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 LAUNCH_MARK = "gauntlet::launch::"      # Triton interpreter launches (see harness.backends.triton_interpreter)
-HOLD_KERNEL = "spin_kernel"             # torch.cuda._sleep: the harness's stream hold before a timed call
 
 
 def _config():
@@ -48,17 +49,22 @@ class CallProfiler:
         return False
 
     def observed(self) -> dict:
-        """{"kernels": [[name, µs], ...], "ops": [aten op names], "launches": [kernel names], "marked": True}."""
-        gpu, cpu, launches = [], [], []
+        """{"kernels": [[name, µs], ...], "spans": [[start ns, end ns], ...] (one per kernel, in the same order, on
+        the GPU's timeline from the session's first GPU activity), "ops": [aten op names], "launches": [kernel
+        names], "marked": True}. GPU activities are kernels, memcpys and memsets, on every stream."""
+        gpu, spans, cpu, launches = [], [], [], []
         for e in self.events or []:
             name = e.name()
             if name.startswith(LAUNCH_MARK):
                 launches.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name[len(LAUNCH_MARK):]))
             elif e.device_type() != torch.autograd.DeviceType.CPU:
                 gpu.append([name, (e.end_ns() - e.start_ns()) / 1e3])
+                spans.append((e.start_ns(), e.end_ns()))
             elif name.startswith("aten::"):
                 cpu.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name))
         # ops run by the interpreter inside one of the candidate's own launches are the kernel's, not glue
         ops = sorted({k for a, b, t, k in cpu
                       if not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in launches)})
-        return {"kernels": gpu, "ops": ops, "launches": [k for *_, k in launches], "marked": self.events is not None}
+        t0 = min((a for a, _ in spans), default=0)
+        return {"kernels": gpu, "spans": [[a - t0, b - t0] for a, b in spans], "ops": ops,
+                "launches": [k for *_, k in launches], "marked": self.events is not None}

@@ -2,16 +2,23 @@
 
 One timed call:
   refill its input set in place from a fresh seed -> reset persisting L2 -> flush L2 (timed: the quiet check)
-  -> device-wide sync -> queue a spin kernel that holds the stream for `hold_ms` -> start event -> solve(*inputs)
-  -> end event -> device-wide sync.
-The spin kernel keeps the GPU busy while the host launches the call, so the events time the GPU work and not the
-host's launch latency (Triton's Python launcher costs more than cuBLAS's); the host time of the launch is measured
-apart and reported as its own figure. The same method at every size: no threshold for a shape to straddle.
+  -> device-wide sync -> [profiler session: the hold (every SM of the GPU, `hold_ms`, set by the judge) -> start
+  event -> begin marker -> solve(*inputs) -> end event -> snapshot of the output -> end marker -> device-wide sync].
+The hold keeps the whole GPU busy while the host launches the call (harness.gpu), so the events time the GPU work
+and not the host's launch latency (Triton's Python launcher costs more than cuBLAS's), and nothing the call
+launches on another stream can run beside it; the host time of the launch is measured apart and reported as its
+own figure (a launch longer than the hold shows in the GPU time: the hold is the judge's, not the candidate's). The
+same method at every size: no threshold for a shape to straddle. Correctness calls (harness.child.worker run_case)
+go through the same `held_call`, with their inputs' version counters settled the same way (`settle`), so a
+candidate cannot tell the two apart by the stream, the hold or its inputs' counters.
 
 Every call runs inside the profiler (harness.child.profiling), so the parent sees which kernels each timed call
-ran. Every output of a batch stays alive until the batch ends, on both sides (so the allocator behaves the same);
-the candidate's are kept until the next request so the parent can choose, after the fact, which ones to check
-(`spot`); then they are poisoned and freed.
+ran, and when: the hold and the end marker bound the window, and a kernel outside it is `tampering`
+(harness.judge.window). Every output of a batch stays alive until the batch ends, on both sides (so the allocator
+behaves the same); then it is poisoned and freed. What the parent may check is the output's snapshot, copied on the
+caller's stream right after the end event (harness.gpu.snapshot): work that completes an output later (from a
+thread, a signal handler, the next request) cannot change it. The candidate's snapshots are kept until the next
+request so the parent can choose, after the fact, which ones to check (`spot`).
 """
 from __future__ import annotations
 
@@ -24,7 +31,44 @@ import torch
 
 from harness.child import guard
 from harness.child.profiling import CallProfiler
-from harness.gpu import HOLD_MIN_MS, Flusher, hold
+from harness.gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, snapshot
+
+# Every input's version counter when a call starts, correctness and timed alike: refilled in place, a timed set's
+# counter would otherwise grow with every call and tell timed calls from fuzzed ones.
+INPUT_VERSION = 2
+
+
+def settle(inputs) -> None:
+    """Set every tensor input's version counter to INPUT_VERSION (views share their base's counter)."""
+    tensors = [x for x in inputs if type(x) is torch.Tensor]      # noqa: E721
+    if not tensors:
+        return
+    setter = torch._C._autograd._unsafe_set_version_counter
+    try:
+        setter(tuple(tensors), tuple(INPUT_VERSION for _ in tensors))
+    except TypeError:            # an older torch: one tensor at a time
+        for t in tensors:
+            setter(t, INPUT_VERSION)
+    except RuntimeError:         # inference tensors keep no counter
+        pass
+
+
+def held_call(fn, args, hold_ms: float):
+    """One call on the GPU, the way every call is run (inside the caller's profiler session): the hold, the start
+    event, fn(*args), the end event, the output's snapshot and the end marker, queued on the current stream, and the
+    begin marker on the harness's own stream, after the start event (harness.gpu.begin).
+    Nothing is waited for. Returns (out, snapshot, snapshot kernels launched, start, end, host launch ms)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    hold(hold_ms)
+    start.record()
+    begin(start)
+    t0 = time.perf_counter()
+    out = fn(*args)
+    host_ms = (time.perf_counter() - t0) * 1e3
+    end.record()
+    snap, snaps = snapshot(out)
+    mark()
+    return out, snap, snaps, start, end, host_ms
 
 
 class Bench:
@@ -42,6 +86,7 @@ class Bench:
         for dst, src in zip(self.sets[k], self.make_set(seed)):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)
+        settle(self.sets[k])
         return seed
 
     def warm(self) -> dict:
@@ -59,7 +104,7 @@ class Bench:
         asked. `profile=False` is for measuring the profiler's own effect (scripts/timing_probe.py), never used by
         the worker."""
         self.release()
-        ms, host, flush_ms, seeds, outs, seen = [], [], [], [], [], []
+        ms, host, flush_ms, seeds, outs, snaps, seen = [], [], [], [], [], [], []
         for _ in range(calls):
             k = self.rng.randrange(len(self.sets))
             seeds.append(self.refill(k))
@@ -69,34 +114,37 @@ class Bench:
             self.flush()
             f1.record()
             torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             with (CallProfiler(device) if profile else contextlib.nullcontext()) as prof:
-                hold(hold_ms)
-                start.record()
-                t0 = time.perf_counter()
-                out = self.fn(*self.sets[k])
-                host.append((time.perf_counter() - t0) * 1e3)
-                end.record()
+                out, snap, launched, start, end, host_ms = held_call(self.fn, self.sets[k], hold_ms)
                 torch.cuda.synchronize()
-            seen.append(prof.observed() if profile else {})
+            seen.append(dict(prof.observed(), snaps=launched) if profile else {})
+            host.append(host_ms)
             ms.append(start.elapsed_time(end))
             flush_ms.append(f0.elapsed_time(f1))
             outs.append(out)          # kept on both sides alike (the allocator then behaves the same for both)
-            del out
+            snaps.append(snap)
+            del out, snap
         shared = shared_outputs(outs)
-        self.kept = list(zip(seeds, outs)) if keep else []
-        if not keep:
-            for out in outs:
+        inputs = tuple(x for s in self.sets for x in s)
+        # What the parent may check: the snapshot's values, the output's own description (dtype, shape, strides,
+        # aliasing), both taken now; the candidate's tensors themselves are poisoned and dropped.
+        self.kept = [(seed, guard.describe_output(out, inputs), snap)
+                     for seed, out, snap in zip(seeds, outs, snaps)] if keep else []
+        for out, snap in zip(outs, snaps):
+            if snap is not out:         # a CPU or non-tensor output is its own "snapshot": judged as it is
                 guard.poison(out)
+        if not keep:
+            for snap in snaps:
+                guard.poison(snap)
         return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "shared_outputs": shared}
 
     def spot(self, index: int):
-        """(seed, output) of call `index` of the last batch."""
+        """(seed, description of the output, snapshot of the output) of call `index` of the last batch."""
         return self.kept[index]
 
     def release(self) -> None:
-        for _, out in self.kept:
-            guard.poison(out)
+        for _, _, snap in self.kept:
+            guard.poison(snap)
         self.kept = []
 
 

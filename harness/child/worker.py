@@ -71,10 +71,13 @@ class Session:
             return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}
         hello = {"ok": True}
         if self.device == "cuda":
-            from harness.gpu import Flusher, cycles_per_ms, held_ms
+            from harness.gpu import Flusher, held_ms, kernels
             torch.cuda.init()
             guard.remember_l2_baseline()
-            cycles_per_ms()                      # cached before the snapshot: its value is then fixed
+            try:
+                kernels()                        # the hold, marker and snapshot kernels: loaded before any candidate
+            except Exception:  # noqa: BLE001
+                return {"ok": False, "code": "crash", "detail": "the harness's GPU hold failed to load:\n" + _tb()}
             if self.role == "baseline":          # this GPU's quiet flush time, before any candidate exists
                 flush = Flusher(torch.device("cuda"))
                 hello["quiet_ms"] = held_ms(flush, flush, n=21)
@@ -141,30 +144,33 @@ class Session:
 
         from harness.child import guard
         from harness.child.profiling import CallProfiler
+        from harness.child.timing import held_call, settle
+        from harness.gpu import HOLD_MS
         from harness.inputs import matmul_precision
         bands: list = []
         spec, inputs = self._inputs(request, request["seed"], bands)
+        settle(inputs)                  # the version counters a timed call's refilled inputs show (timing.settle)
         cuda = self.device == "cuda"
         threads = guard.live_threads()
         if cuda:
             torch.cuda.synchronize()
         straggler_ms = 0.0
         with matmul_precision(spec), torch.no_grad(), CallProfiler(self.device) as prof:
-            out = self.solve(*inputs)
             if cuda:
-                # The answer must be complete once the current stream gets there: it is read after a sync of
-                # that stream alone. Work left on other streams shows as a slow device-wide sync afterwards.
+                # Run as a timed call is run (timing.held_call): behind the same hold of the whole GPU, between
+                # events, so nothing inside the process tells a checked call from a timed one. The answer is what
+                # the caller's stream sees when solve's work on it is done: copied on that stream right after the
+                # end event (harness.gpu.snapshot), before anything else is waited for, so an output that work
+                # elsewhere is still writing (a side stream the caller was not made to wait for) is read unwritten,
+                # whatever the straggler limit below (which, with several judges sharing the GPU, is several ms).
+                out, seen, _, _, _, _ = held_call(self.solve, inputs, HOLD_MS)
                 torch.cuda.current_stream().synchronize()
-                # The answer is what the caller's stream sees now: copied on that stream before anything else is
-                # waited for, so an output that work elsewhere is still writing (a side stream the caller was not
-                # made to wait for) is read unwritten, whatever the straggler limit below (which, with several
-                # judges sharing the GPU, is several ms).
-                seen = guard.as_seen(out)
-                torch.cuda.current_stream().synchronize()
+                # Work left on other streams shows as a slow device-wide sync afterwards.
                 t0 = time.perf_counter()
                 torch.cuda.synchronize()
                 straggler_ms = (time.perf_counter() - t0) * 1e3
             else:
+                out = self.solve(*inputs)
                 seen = out
         background = guard.background_work(threads)
         if straggler_ms > STRAGGLER_LIMIT_MS:
@@ -241,13 +247,13 @@ class Session:
         return dict(result, ok=True), []
 
     def bench_spot(self, request: dict):
-        from harness.child import guard
         bench, _ = self.benches[request["side"]]
-        seed, out = bench.spot(int(request["index"]))
-        meta = guard.describe_output(out, tuple(x for s in bench.sets for x in s))
+        # The output's description and its snapshot, both taken when the call's window closed (timing.Bench.batch):
+        # whatever ran in this process since then cannot change what is judged.
+        seed, meta, snap = bench.spot(int(request["index"]))
         if not meta["is_tensor"]:
             return {"ok": True, "seed": seed, "meta": meta}, []
-        wire, blob = protocol.tensor_to_wire(out)
+        wire, blob = protocol.tensor_to_wire(snap)
         return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
 
     def bench_end(self, request: dict):

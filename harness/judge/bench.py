@@ -14,8 +14,15 @@ drift cancel in the ratio; the speedup's interval is a bootstrap over rounds (pa
 samples.
 
 Every timed call is a checked call: the profiler runs around each one, and the parent judges each call's kernels
-(harness.judge.kernels); after a batch it picks, with SystemRandom, whether and which of its calls to spot-check
-(outputs are kept until then, so the candidate cannot know which call will be checked).
+(harness.judge.kernels) and whether each of them ran inside the call's measured window (harness.judge.window: a
+kernel beside the hold or past the end event is `tampering`; the baseline's calls are checked alike, and a failure
+there is a harness bug); after a batch it picks, with SystemRandom, whether and which of its calls to spot-check
+(the outputs' snapshots, taken when each window closed, are kept until then, so the candidate cannot know which call
+will be checked, nor change an output afterwards).
+
+The hold's length is the judge's: HOLD_MS (harness.gpu, the hold of every correctness call too), longer only when a
+baseline's own host launch, measured in the clean worker, needs more; never derived from the candidate's launch (a
+slow launch would buy a longer blind window). A candidate whose launch outlasts the hold pays for it in its time.
 
 A second clock: the parent measures each batch's wall time from outside the child, less the wall time of an empty
 batch sent just before it (the worker's per-request cost). What is left per call, minus the events' time, is the
@@ -28,12 +35,12 @@ import random
 import statistics
 import time
 
-from harness.gpu import HOLD_MIN_MS
-from harness.judge import kernels, replies, scoring
+from harness.gpu import HOLD_MS
+from harness.judge import kernels, replies, scoring, window
 from harness.judge.isolate import Child, ChildFailed
 from harness.reasons import Reason
 
-HOLD_CAP_MS = 50.0          # a launch slower than this on the host is the candidate's loss, not a longer hold
+HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
 CALLS_PER_BATCH = 5
 MIN_ROUNDS, MAX_ROUNDS = 6, 40
 SPOTS = 2                   # spot-checked timed calls per shape (outputs judged against the oracle)
@@ -126,7 +133,8 @@ class Schedule:
     def run(self, budget_s: float) -> None:
         probes = self.setup()
         sides = ["candidate"] + [label for label in self.labels if label in probes]
-        hold_ms = min(HOLD_CAP_MS, max(HOLD_MIN_MS, max(1.5 * probes[s]["host_ms"] + 0.2 for s in sides)))
+        baselines = [s for s in sides if s != "candidate"]
+        hold_ms = min(HOLD_CAP_MS, max([HOLD_MS] + [1.5 * probes[s]["host_ms"] + 0.2 for s in baselines]))
         per_call = {s: probes[s]["probe_ms"] + hold_ms + 1.0 for s in sides}
         slowest = max(per_call.values())
         calls = max(2, min(CALLS_PER_BATCH, int(200.0 / slowest)))
@@ -166,12 +174,19 @@ class Schedule:
         header, _, wall = _ask(child, [other], request, self.timeout, f"timing {label}")
         try:
             replies.batch(header, calls)
-        except replies.BadReply as exc:
+            outside, margins = window.batch_problems(header)
+        except (replies.BadReply, window.BadTimeline) as exc:
             self.reasons.append(self._bad_reply(child, exc))
+            return
+        if outside:
+            i, text = outside[0]
+            if child is self.base:       # the clean worker's own calls: the window itself is wrong
+                raise RuntimeError(f"harness bug: baseline {label!r}'s timed call ran outside its own window: {text}")
+            self.reasons.append(Reason("tampering", f"[timed call {i + 1} of a batch] {text}"))
             return
         self.samples.setdefault(label, []).append({
             "round": r, "ms": header["ms"], "host_ms": header["host_ms"], "flush_ms": header["flush_ms"],
-            "wall_per_call": max(0.0, wall - empty_wall) / calls, "calls": header["calls"]})
+            "wall_per_call": max(0.0, wall - empty_wall) / calls, "calls": header["calls"], "window": margins})
         if label == "candidate":
             self._check_candidate_batch(header)
             if spot and not self.reasons:
@@ -241,10 +256,12 @@ class Schedule:
         for label, rounds in self.samples.items():
             ms = [x for r in rounds for x in r["ms"]]
             gaps = [r["wall_per_call"] - statistics.mean(r["ms"]) for r in rounds]
+            margins = [m for r in rounds for m in r.get("window", [])]
             out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
                           "calls": len(ms), "rounds": {r["round"]: r["ms"] for r in rounds},
                           "clock_gap_ms": scoring.median(gaps),
-                          "kernels": kernels.summary([c for r in rounds for c in r["calls"]])}
+                          "kernels": kernels.summary([c for r in rounds for c in r["calls"]]),
+                          "window_us": window.least_margins(margins)}
         return out
 
     def second_clock(self, figs: dict) -> list[Reason]:

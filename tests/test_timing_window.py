@@ -1,0 +1,100 @@
+"""A correctness call and a timed call look alike from inside the worker (issue 16, item 2), on the CPU: the inputs'
+version counters, a SIGCONT before every request, the profiler's timeline. (The GPU side, the hold that fills every
+SM, the end marker and the snapshot, is exercised by the `gpu` fixtures tests/bad/defers_work_past_the_end_event.py,
+tests/bad/completes_output_on_sigcont.py, tests/good/side_stream_beside_the_hold.py and
+tests/good/slow_launch_for_a_longer_hold.py, and by scripts/timing_probe.py.)"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import torch
+
+from harness import discover
+from harness.child import guard
+from harness.child.profiling import CallProfiler
+from harness.child.timing import INPUT_VERSION, settle
+from harness.inputs import make_inputs
+
+
+def test_inputs_show_the_same_version_counter_however_often_they_were_refilled():
+    problem = discover.get_problem("gemm")
+    spec = problem.dtype("float32")
+    fresh, _ = guard.banded(make_inputs(problem, {"M": 8, "N": 8, "K": 8}, spec, 1, "cpu"))
+    refilled, _ = guard.banded(make_inputs(problem, {"M": 8, "N": 8, "K": 8}, spec, 2, "cpu"))
+    for _ in range(7):                                   # a timed set, refilled in place call after call
+        for dst, src in zip(refilled, make_inputs(problem, {"M": 8, "N": 8, "K": 8}, spec, 3, "cpu")):
+            dst.copy_(src)
+    assert {x._version for x in refilled} != {x._version for x in fresh}
+    settle(fresh)
+    settle(refilled)
+    assert {x._version for x in fresh} == {x._version for x in refilled} == {INPUT_VERSION}
+    settle((3, None))                                   # non-tensor inputs are left alone
+
+
+def test_snapshot_leaves_anything_but_a_cuda_tensor_as_it_is_and_launches_nothing():
+    from harness.gpu import snapshot
+    for out in (torch.ones(3), [1, 2], None):
+        same, launched = snapshot(out)
+        assert same is out and launched == 0
+
+
+def test_the_profiler_reports_a_timeline_beside_the_kernels():
+    with CallProfiler("cpu") as prof:
+        torch.ones(4).add_(1)
+    seen = prof.observed()
+    assert seen["spans"] == [] and seen["kernels"] == [] and seen["marked"] is True
+
+
+_COUNTER = r"""
+import os, signal, sys, time
+path = sys.argv[1]
+def on_cont(signum, frame):
+    with open(path, "a") as fh:
+        fh.write("c")
+signal.signal(signal.SIGCONT, on_cont)
+open(path + ".ready", "w").close()
+while True:
+    time.sleep(0.01)
+"""
+
+
+def _sigconts(path: str, want: int) -> int:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        n = len(open(path).read()) if os.path.exists(path) else 0
+        if n >= want:
+            return n
+        time.sleep(0.01)
+    return len(open(path).read()) if os.path.exists(path) else 0
+
+
+def test_every_request_reaches_a_worker_that_was_just_stopped_and_continued(tmp_path):
+    """Child.cont() runs before every request: a running worker is stopped and continued, a stopped one (the
+    other side was timed) continued, so a SIGCONT handler fires alike before a correctness request and a timed
+    batch."""
+    from harness.judge.isolate import Child, _stat
+    path = str(tmp_path / "conts")
+    proc = subprocess.Popen([sys.executable, "-c", _COUNTER, path], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(path + ".ready") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        child = Child.__new__(Child)
+        child.proc, child.alive, child.stopped = proc, True, False
+        child.started = _stat(proc.pid)[4]
+        child.cont()                                     # a correctness request: the worker was running
+        assert _sigconts(path, 1) == 1
+        child.stop()                                     # the other side is timed
+        deadline = time.monotonic() + 5
+        while _stat(proc.pid)[0] not in "Tt" and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert _stat(proc.pid)[0] in "Tt"
+        child.cont()                                     # a timed batch
+        assert _sigconts(path, 2) == 2
+        child.cont()
+        assert _sigconts(path, 3) == 3 and _stat(proc.pid)[0] not in "Tt"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
