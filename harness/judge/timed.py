@@ -38,9 +38,13 @@ def time_dtype(judge, spec, opts, record) -> None:
             record.reasons.append(Reason(exc.reason.code, f"while timing {shape}: {exc.reason.detail}").to_json())
             return
         except BaselineFailed as exc:
-            # Not the candidate's doing: no reason against it, the entry says why there is no figure.
             record.timings.append({"dtype": spec.name, "shape": shape, "source": bench.get("source", ""),
                                    "baselines": {}, "baseline_errors": {"worker": str(exc)}})
+            if _candidate_could_kill(judge, str(exc)):
+                record.reasons.append(Reason("tampering", f"while timing {shape}: the baseline worker was killed by "
+                                             "a signal while the candidate's worker, unconfined, could send one: "
+                                             f"{str(exc)[:500]}").to_json())
+            # Otherwise not the candidate's doing: no reason against it, the entry says why there is no figure.
             return
         entry.update(source=bench.get("source", ""), spot_check="fail" if reasons else "pass")
         if entry.get("candidate_ms") is not None:
@@ -48,6 +52,16 @@ def time_dtype(judge, spec, opts, record) -> None:
         record.reasons += [r.to_json() for r in reasons]
         if reasons:
             return
+
+
+def _candidate_could_kill(judge, detail: str) -> bool:
+    """A baseline worker killed by a signal, in a run where the candidate's worker was not confined (Landlock's
+    signal scope, verified): the candidate could have sent it, and a candidate with a poor ratio gains by leaving
+    no ratio at all. Where it was confined it could not: a harness or machine failure, no reason against it."""
+    if "killed by SIG" not in detail:
+        return False
+    conf = getattr(judge.child, "confinement", None) or {}
+    return not (conf.get("verified") and conf.get("signals") == "own domain only")
 
 
 def _time_shape(judge, spec, shape, opts, record):
@@ -84,7 +98,7 @@ def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
     entry = {"dtype": spec.name, "shape": shape, "candidate_ms": cand["ms"], "candidate_host_ms": cand["host_ms"],
              "mode": "held", "hold_ms": round(schedule.hold_ms, 3), "reps": cand["calls"],
              "rounds": len(cand["rounds"]), "calls_per_batch": schedule.calls,
-             "clock_gap_ms": cand["clock_gap_ms"], "kernels": cand["kernels"][:8],
+             "clock_gap_ms": cand["clock_gap_ms"], "kernels": cand["kernels"][:8], "window_us": cand["window_us"],
              "tflops": flops / cand["ms"] / 1e9, "gbps": nbytes / cand["ms"] / 1e6, "baselines": {}}
     peak = (peaks.get(spec.name) or {}).get("tflops")
     entry["peak_fraction"] = entry["tflops"] / peak if peak else None
@@ -98,7 +112,7 @@ def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
             "ms": side["ms"], "speedup": side["ms"] / cand["ms"], "mode": "held",
             "ci95": list(scoring.paired_speedup_ci(side["rounds"], cand["rounds"], seed=record.seed or 0)),
             "tflops": flops / side["ms"] / 1e9, "note": schedule.notes.get(label, ""), "host_ms": side["host_ms"],
-            "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4],
+            "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4], "window_us": side["window_us"],
             "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
     return entry
 

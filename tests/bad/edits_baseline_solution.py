@@ -7,14 +7,19 @@ baselines, conftest.py, pyproject.toml) before and after each candidate. (A writ
 outside the watched paths and not claimed to be detectable: only a sandbox -- read-only mounts, a private /tmp --
 stops it.) The corpus test runs this file inside a scratch copy of the repository (SCRATCH_REPO), so the real tree
 is never written; outside a tree marked as scratch (.gauntlet_scratch_copy) it writes nothing and just computes.
-Expected: tampering."""
+Expected: crash (see below).
+
+Outcome under the sandbox (--sandbox auto/require, wherever Landlock is offered): the worker may write only
+beneath its own scratch dir, so the append raises PermissionError in solve: crash, and the tree is never written.
+Where the kernel cannot confine (auto falls back to unconfined): the tree hash sees the edit, tampering."""
 import os
 
 import harness
 import torch
 
 BACKEND = "torch"
-EXPECTED = "tampering"
+EXPECTED = "crash"
+ALSO_ACCEPTED = ("tampering",)
 DEVICE = "cpu"
 SCRATCH_REPO = True
 

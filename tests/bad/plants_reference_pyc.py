@@ -7,11 +7,15 @@ stays clean; the candidate deletes the .pyc on its first solve call anyway. Fixe
 parent before spawning the child; load it from source (compile(path.read_text())) rather than through the import
 system's bytecode cache, or with unchecked-hash pycs disabled; a read-only tree. Safety: it only touches a tree that
 carries the scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere else it just
-returns zeros (mismatch). Expected: mismatch (see below).
+returns zeros (mismatch). Expected: import_error (see below).
 
 Outcome since the fix: The judge compiles reference.py from its source text and never reads __pycache__, so the planted bytecode
 is never executed by the judge; what is left is the answer it returns (zeros): mismatch. (tampering where the
 planted file sits in a watched folder at the end.)
+
+Outcome under the sandbox (--sandbox auto/require, wherever Landlock is offered): the worker may write only beneath
+its own scratch dir, so the write at import raises PermissionError: import_error, and the tree is never written.
+Unconfined, the outcome above (mismatch, or tampering).
 """
 import importlib.util
 import marshal
@@ -21,8 +25,8 @@ import harness
 import torch
 
 BACKEND = "torch"
-EXPECTED = "mismatch"
-ALSO_ACCEPTED = ("tampering",)
+EXPECTED = "import_error"
+ALSO_ACCEPTED = ("mismatch", "tampering")
 DEVICE = "cpu"
 SCRATCH_REPO = True
 

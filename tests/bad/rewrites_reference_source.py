@@ -7,11 +7,15 @@ an after-the-fact "repo unchanged" check sees nothing. solve returns zeros, whic
 Fixes: the parent imports the problem module (and every harness module it will use) before spawning the child,
 and checks a hash of the problem files; better, a read-only source tree (see README). Safety: it only touches a
 tree that carries the scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere
-else it just returns zeros (mismatch). Expected: mismatch (see below).
+else it just returns zeros (mismatch). Expected: import_error (see below).
 
 Outcome since the fix: The judge now imports the reference before the candidate's process starts, so the poisoned source is never
 read by the judge; the candidate restores the file, so the tree hash sees no change either. What is left is the
 answer it returns (zeros): mismatch. A candidate that forgets to restore the file also gets tampering.
+
+Outcome under the sandbox (--sandbox auto/require, wherever Landlock is offered): the worker may write only beneath
+its own scratch dir, so the write at import raises PermissionError: import_error, and the tree is never written.
+Unconfined, the outcome above (mismatch, or tampering).
 """
 import os
 
@@ -19,8 +23,8 @@ import harness
 import torch
 
 BACKEND = "torch"
-EXPECTED = "mismatch"
-ALSO_ACCEPTED = ("tampering",)
+EXPECTED = "import_error"
+ALSO_ACCEPTED = ("mismatch", "tampering")
 DEVICE = "cpu"
 SCRATCH_REPO = True
 
