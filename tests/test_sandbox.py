@@ -156,3 +156,34 @@ def test_killing_the_baseline_worker_leaves_no_record_without_a_ratio(mode):
         assert speedup < 0.75, speedup
     else:
         assert "tampering" in [r["code"] for r in record.reasons], record.reasons
+
+
+@pytest.mark.parametrize("mode", ["auto", "off"])
+def test_a_killed_baseline_worker_is_seen_killed(mode):
+    """The CPU half of the test above (no timing on the CPU, but the same two workers of one judge): unconfined, the
+    candidate's SIGKILL reaches the baseline worker, and its death reads `killed by SIGKILL` (what
+    harness.judge.timed turns into `tampering`), not "exited with status 0": the candidate's worker's escape scan
+    must not reap a sibling worker's zombie. Confined, the signal is refused and the baseline worker lives."""
+    if mode == "auto" and not CONFINED:
+        pytest.skip(f"this kernel cannot confine: {sandbox.missing()}")
+    from harness.judge import timed
+    from harness.judge.isolate import Child, ChildFailed
+    problem = discover.get_problem("gemm")
+    base = timed.start_baseline_worker(problem, "cpu", mode)
+    solution = discover.get_solution("gemm", str(HERE / "bad" / "kills_the_baseline_worker.py"))
+    cand = Child(problem, solution.path, solution.backend, "cpu", sandbox=mode)
+    try:
+        for seed in (1, 2):       # the second request runs the escape scan after the kill
+            cand.request({"op": "case", "shape": {"M": 8, "N": 8, "K": 8}, "dtype": "float32", "seed": seed}, 60,
+                         "a case", max_blob=1 << 20)
+        cand.close()              # its last escape scan
+        if mode == "off":
+            with pytest.raises(ChildFailed) as info:
+                base.request({"op": "bench_end"}, 30, "a probe")
+            assert "killed by SIGKILL" in info.value.reason.detail, info.value.reason.detail
+        else:
+            assert base.proc.poll() is None, base.proc.returncode
+            base.request({"op": "bench_end"}, 30, "a probe")
+    finally:
+        cand.close()
+        base.close()

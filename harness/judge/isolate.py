@@ -328,8 +328,10 @@ class Child:
         return out
 
     def escaped(self) -> list[int]:
-        """Processes that left the child's process group and session and are still running."""
-        return adopted_orphans({self.proc.pid}, self.started)
+        """Processes that left the child's process group and session and are still running. The judge's other
+        live workers are not this one's escapes, nor are their zombies reaped here: their own Popen must see how
+        they died (reaped here, a baseline worker killed by SIGKILL read as "exited with status 0")."""
+        return adopted_orphans({self.proc.pid} | _LIVE, self.started)
 
     def _kill_group(self) -> None:
         for pid in self.escaped():
