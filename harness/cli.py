@@ -24,16 +24,23 @@ def main(argv: list[str] | None = None) -> int:
     _undumpable()
     parser = _parser()
     _JSON_SAID[0] = False
+    hint: list[str] = []
 
     def last_words():
-        # A second signal ends the process at once: a --json caller still gets its one object.
+        # A second signal ends the process at once: a --json caller still gets its one object, a run's user the
+        # way back (the results file is whole: every write of it is atomic).
         if want_json:
             _emit_json(_interrupted_doc("a second signal came while stopping: stopped at once"))
+        for line in hint:
+            print(line, file=sys.stderr)
 
     with interrupt.handle(last_words):
         try:
             args = parser.parse_args(argv)
             args.argv = argv
+            if args.command == "run":
+                hint.append(f"gauntlet: what was judged is kept in {args.out}; resume with: "
+                            f"{stopped.resume_command(argv)}")
             previous = discover.use(_search_path(args))
             try:
                 _import_everything()

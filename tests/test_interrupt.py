@@ -165,6 +165,7 @@ def test_second_signal_ends_at_once(suite):
     assert "Traceback" not in err, err
     if proc.returncode == 143:
         assert "SIGTERM again while stopping: stopped at once" in err
+        assert err.strip().splitlines()[-1].startswith("gauntlet: what was judged is kept in ")
     _no_survivors(suite)
     doc = json.loads((suite / "results.json").read_text())
     assert [r["solution"] for r in doc["records"]] == ["a_quick"]

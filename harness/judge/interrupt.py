@@ -85,11 +85,11 @@ def _on_signal(signum, frame) -> None:
         stop_descendants()
         raise Interrupted(signum)
     stop_descendants()
+    print(f"gauntlet: {signal.Signals(signum).name} again while stopping: stopped at once", file=sys.stderr)
     words = _state["last_words"]
     if words is not None:
         with contextlib.suppress(Exception):
             words()
-    print(f"gauntlet: {signal.Signals(signum).name} again while stopping: stopped at once", file=sys.stderr)
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
