@@ -1,7 +1,8 @@
 """The `gauntlet` command: list, eval, run, report, mutate.
 
 Exit codes (scripts and agent loops depend on them): 0 pass, 1 rejected (any verdict but pass; for `run`, any
-shipped solution that neither passed nor was unsupported), 2 usage error (unknown problem, missing file, bad flag).
+shipped solution that neither passed nor was unsupported), 2 usage error (unknown problem, missing file, bad flag),
+130 stopped by SIGINT and 143 by SIGTERM (128 + the signal, as a shell reports it; harness.judge.interrupt).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from harness import backends, discover
 from harness.discover import UsageError
+from harness.judge import interrupt, stopped
 from harness.problem import ProblemError
 
 
@@ -21,22 +23,59 @@ def main(argv: list[str] | None = None) -> int:
     want_json = "--json" in argv
     _undumpable()
     parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-        previous = discover.use(_search_path(args))
-        try:
-            _import_everything()
-            return args.func(args)
-        finally:
-            discover.use(previous)
-    except (UsageError, ProblemError, ValueError) as exc:
-        # Whose fault: a problem file that breaks the contract is its author's; everything else here is the user's.
-        blame = "problem" if isinstance(exc, ProblemError) else "user"
-        print(f"gauntlet: error: {exc}", file=sys.stderr)
+    _JSON_SAID[0] = False
+    hint: list[str] = []
+
+    def last_words():
+        # A second signal ends the process at once: a --json caller still gets its one object, a run's user the
+        # way back (the results file is whole: every write of it is atomic).
         if want_json:
-            print(json.dumps({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame,
-                              "error": str(exc)}))
-        return 2
+            _emit_json(_interrupted_doc("a second signal came while stopping: stopped at once"))
+        for line in hint:
+            print(line, file=sys.stderr)
+
+    with interrupt.handle(last_words):
+        try:
+            args = parser.parse_args(argv)
+            args.argv = argv
+            if args.command == "run":
+                hint.append(f"gauntlet: what was judged is kept in {args.out}; resume with: "
+                            f"{stopped.resume_command(argv)}")
+            previous = discover.use(_search_path(args))
+            try:
+                _import_everything()
+                return args.func(args)
+            finally:
+                discover.use(previous)
+        except (UsageError, ProblemError, ValueError) as exc:
+            # Whose fault: a problem file that breaks the contract is its author's; everything else is the user's.
+            blame = "problem" if isinstance(exc, ProblemError) else "user"
+            print(f"gauntlet: error: {exc}", file=sys.stderr)
+            if want_json:
+                _emit_json({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame, "error": str(exc)})
+            return 2
+        except interrupt.Interrupted as stop:
+            # Stopped outside a judgement (starting up, or after the verdict was printed): nothing to keep.
+            print(f"gauntlet: stopped by {stop.name}", file=sys.stderr)
+            if want_json:
+                _emit_json(_interrupted_doc(f"stopped by {stop.name} before any judgement began"))
+            return stop.status
+
+
+_JSON_SAID = [False]     # --json: whether the one object has been printed (never a second, never half of one)
+
+
+def _emit_json(doc: dict) -> None:
+    with interrupt.held():
+        if not _JSON_SAID[0]:
+            sys.stdout.write(json.dumps(doc, default=str) + "\n")
+            sys.stdout.flush()
+            _JSON_SAID[0] = True
+
+
+def _interrupted_doc(detail: str) -> dict:
+    return {"schema": "gauntlet.eval/1", "verdict": "interrupted",
+            "reasons": [{"code": "interrupted", "detail": detail, "repro": ""}]}
 
 
 def _undumpable() -> None:
@@ -256,13 +295,18 @@ def cmd_eval(args) -> int:
         fuzz.check_case(opts.case, problem, device, widest)      # a usage error, before any process starts
     if device == "cuda" and opts.timing and not opts.case:
         opts.peaks = _peaks(problem, opts.dtypes)
-    record = _evaluate_or_record(evaluate, problem, solution, opts)
+    status = None
+    try:
+        record = _evaluate_or_record(evaluate, problem, solution, opts)
+    except interrupt.Interrupted as stop:
+        record = stopped.eval_record(problem.id, solution.name, str(solution.path), solution.backend, device,
+                                     stop.name)
+        status = stop.status
     if args.json:
-        doc = dict(record.to_json(), environment=_env(device), peaks=opts.peaks)
-        print(json.dumps(doc, default=str))
+        _emit_json(dict(record.to_json(), environment=_env(device), peaks=opts.peaks))
     else:
         _print_record(record)
-    return 0 if record.verdict == "pass" else 1
+    return status or (0 if record.verdict == "pass" else 1)
 
 
 def cmd_run(args) -> int:
@@ -284,39 +328,65 @@ def cmd_run(args) -> int:
     failed = 0
     peaks_by_problem = {}
     tally = {"resumed": 0, "re-judged": 0, "new": 0}
-    for i, (problem, solution) in enumerate(plan):
-        key = f"{problem.id}/{solution.name}@{device}"
-        opts = _options(args, device)
-        old = results.previous(key)
-        if old is not None:
-            changed = changed_parts(old.get("fingerprint"), fingerprint(problem, solution, opts))
-            if not changed:
-                tally["resumed"] += 1
-                failed += old.get("verdict") not in ("pass", "unsupported")
-                _progress(i, len(plan), key, f"unchanged since it was judged: {old.get('verdict')} (resumed)")
-                continue
-            tally["re-judged"] += 1
-            _progress(i, len(plan), key, f"re-judging: {', '.join(changed)} changed")
-        else:
-            tally["new"] += 1
-            _progress(i, len(plan), key, "running")
-        if device == "cuda" and opts.timing:
-            if problem.id not in peaks_by_problem:
-                peaks_by_problem[problem.id] = _peaks(problem)
-                results.set_peaks({**results.doc.get("peaks", {}), **peaks_by_problem[problem.id]})
-            opts.peaks = peaks_by_problem[problem.id]
-        t0 = time.monotonic()
-        record = _evaluate_or_record(evaluate, problem, solution, opts)
-        results.add(record)
-        failed += record.verdict not in ("pass", "unsupported")
-        codes = ",".join(sorted({r["code"] for r in record.reasons}))
-        _progress(i + 1, len(plan), key, f"{record.verdict}{' (' + codes + ')' if codes else ''} "
-                                         f"in {time.monotonic() - t0:.1f}s")
-    print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, new {tally['new']})",
-          file=sys.stderr)
+    keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
+    settled: set[str] = set()          # resumed or judged in this run, in the results file
+    judging = None                     # the key being judged now (counted in tally, no record yet)
+    try:
+        for i, (problem, solution) in enumerate(plan):
+            key = keys[i]
+            opts = _options(args, device)
+            old = results.previous(key)
+            if old is not None:
+                changed = changed_parts(old.get("fingerprint"), fingerprint(problem, solution, opts))
+                if not changed:
+                    tally["resumed"] += 1
+                    settled.add(key)
+                    failed += old.get("verdict") not in ("pass", "unsupported")
+                    _progress(i, len(plan), key, f"unchanged since it was judged: {old.get('verdict')} (resumed)")
+                    continue
+                tally["re-judged"] += 1
+                _progress(i, len(plan), key, f"re-judging: {', '.join(changed)} changed")
+            else:
+                tally["new"] += 1
+                _progress(i, len(plan), key, "running")
+            judging = key
+            if device == "cuda" and opts.timing:
+                if problem.id not in peaks_by_problem:
+                    peaks_by_problem[problem.id] = _peaks(problem)
+                    results.set_peaks({**results.doc.get("peaks", {}), **peaks_by_problem[problem.id]})
+                opts.peaks = peaks_by_problem[problem.id]
+            t0 = time.monotonic()
+            record = _evaluate_or_record(evaluate, problem, solution, opts)
+            with interrupt.held():         # the record and its bookkeeping land together, or neither does
+                results.add(record)
+                settled.add(key)
+                judging = None
+            failed += record.verdict not in ("pass", "unsupported")
+            codes = ",".join(sorted({r["code"] for r in record.reasons}))
+            _progress(i + 1, len(plan), key, f"{record.verdict}{' (' + codes + ')' if codes else ''} "
+                                             f"in {time.monotonic() - t0:.1f}s")
+        print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, "
+              f"new {tally['new']})", file=sys.stderr)
+        results.complete()
+        if args.report:
+            cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
+    except interrupt.Interrupted as stop:
+        return _stop_run(stop, args, results, keys, settled, judging, tally)
+    return 1 if failed else 0
+
+
+def _stop_run(stop, args, results, keys, settled, in_flight, tally) -> int:
+    """After the first SIGINT/SIGTERM of a run (its workers already killed): mark the results file, write the
+    leaderboard from what was judged, and say in one line what was and was not judged and how to resume."""
+    mark = stopped.run_mark(stop.name, keys, settled, in_flight, stopped.resume_command(args.argv))
+    judged = dict(tally)
+    if in_flight:                      # counted when it began, but it has no record from this run
+        judged["re-judged" if results.previous(in_flight) else "new"] -= 1
+    results.mark_interrupted(mark)
     if args.report:
         cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
-    return 1 if failed else 0
+    print(stopped.run_line(mark, len(keys), judged, args.out), file=sys.stderr, flush=True)
+    return stop.status
 
 
 def cmd_report(args) -> int:
@@ -345,11 +415,11 @@ def cmd_mutate(args) -> int:
         chosen, produced = mutate.plan(solution, settings)
         original = solution.path.read_text()
         if args.json:
-            print(json.dumps({"schema": mutate.SCHEMA, "problem": problem.id, "solution": solution.name,
-                              "produced": produced, "mutants": [
-                                  {"id": i, "operator": m.operator, "description": m.description, "line": m.line,
-                                   "function": m.function, "diff": m.diff(original, solution.path.name)}
-                                  for i, m in enumerate(chosen)]}))
+            _emit_json({"schema": mutate.SCHEMA, "problem": problem.id, "solution": solution.name,
+                        "produced": produced, "mutants": [
+                            {"id": i, "operator": m.operator, "description": m.description, "line": m.line,
+                             "function": m.function, "diff": m.diff(original, solution.path.name)}
+                            for i, m in enumerate(chosen)]})
         else:
             print(f"{len(chosen)} of {produced} mutants (seed {args.seed}):")
             for i, m in enumerate(chosen):
@@ -365,7 +435,7 @@ def cmd_mutate(args) -> int:
 
     report = mutate.run(problem, solution, settings, progress=progress)
     if args.json:
-        print(json.dumps(report, default=str))
+        _emit_json(report)
     else:
         print(mutate.render(report))
     return 0 if report["verdict"] == "all_caught" else 1

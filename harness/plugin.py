@@ -7,6 +7,10 @@ otherwise ignore these files, they are not test_*.py. The search path is in forc
 hand-written test there that calls harness.discover finds the same problems. What this machine cannot run is
 skipped with the reason (a CuPy kernel on a CPU-only runner, a dtype outside the solution's DTYPES); anything else
 that is not a pass fails with the reason codes and the replay command.
+
+Ctrl-C is pytest's: the plugin installs no signal handler, so the KeyboardInterrupt reaches pytest, which prints
+its interrupt summary; on the way the worker in flight, and whatever it started, is killed at once instead of being
+asked to exit (harness.judge.isolate.Child.close).
 """
 from __future__ import annotations
 

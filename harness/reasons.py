@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-VERDICTS = ("pass", "fail", "error", "timeout", "unsupported")
+VERDICTS = ("pass", "fail", "error", "timeout", "unsupported", "interrupted")
 
 # code -> (verdict it implies, one-line meaning)
 CODES = {
@@ -30,10 +30,13 @@ CODES = {
     "nothing_judged": ("fail", "no dtype was judged: the solution's DTYPES share none with the problem's (or with "
                                "the dtypes asked for), so nothing it computes was checked"),
     "unsupported": ("unsupported", "the backend is not available on this device (not a failure)"),
+    "interrupted": ("interrupted", "the judge was stopped (SIGINT, SIGTERM) before the judgement finished: it says "
+                                   "nothing about the candidate"),
 }
 
 # When several reasons are found, the verdict is the most severe one's.
-_SEVERITY = {"pass": 0, "unsupported": 1, "fail": 2, "timeout": 3, "error": 4}
+# An unfinished judgement outranks everything found before the stop: what was found is not a verdict on the rest.
+_SEVERITY = {"pass": 0, "unsupported": 1, "fail": 2, "timeout": 3, "error": 4, "interrupted": 5}
 
 
 @dataclass

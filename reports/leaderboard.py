@@ -23,11 +23,11 @@ from pathlib import Path
 # the copies still match.
 RUN_SCHEMA = "gauntlet.run/1"
 EVAL_SCHEMA = "gauntlet.eval/1"
-VERDICTS = ("pass", "fail", "error", "timeout", "unsupported")
+VERDICTS = ("pass", "fail", "error", "timeout", "unsupported", "interrupted")
 
 # Where non-pass records sit below the ranked ones: real failures first (they need attention), "unsupported"
 # last (it only says the backend cannot run on this device).
-_BOTTOM_ORDER = {"fail": 0, "timeout": 1, "error": 2, "unsupported": 3}
+_BOTTOM_ORDER = {"fail": 0, "timeout": 1, "error": 2, "interrupted": 3, "unsupported": 4}
 DETAIL_LIMIT = 300
 DASH = "—"
 
@@ -93,6 +93,7 @@ def validate_run(doc, name: str) -> dict:
         raise ValueError(f"{name}: schema is {doc.get('schema')!r}, expected {RUN_SCHEMA!r}")
     expect_type(doc.get("environment", {}), dict, name, "environment")
     expect_type(doc.get("peaks", {}), dict, name, "peaks")
+    expect_type(doc.get("interrupted", {}), dict, name, "interrupted")
     records = expect_type(doc.get("records"), list, name, "records")
     for i, record in enumerate(records):
         validate_record(record, name, f"records[{i}]")
@@ -241,7 +242,17 @@ def describe_run(name: str, doc: dict) -> dict:
     return {"file": name, "label": label_machine(env, str(env.get("device") or "?")),
             "environment": describe_environment(env), "peaks": describe_peaks(doc.get("peaks", {})),
             "created": str(doc.get("created", DASH)), "updated": str(doc.get("updated", DASH)),
-            "records": len(doc["records"])}
+            "records": len(doc["records"]), "interrupted": describe_interruption(doc.get("interrupted"))}
+
+
+def describe_interruption(mark) -> str:
+    """The run was stopped before the end (harness.judge.stopped writes the mark): its table is partial."""
+    if not mark:
+        return ""
+    rest = mark.get("not_judged") if isinstance(mark.get("not_judged"), list) else []
+    flight = f" while judging {mark['in_flight']}" if mark.get("in_flight") else ""
+    return (f"stopped by {mark.get('signal', '?')} at {mark.get('at', '?')}{flight}: partial results, "
+            f"{len(rest)} not judged; resume with: {mark.get('resume', 'gauntlet run')}")
 
 
 def describe_environment(env: dict) -> str:
@@ -488,6 +499,9 @@ def render_markdown(report: Report) -> str:
         parts += [f"- **{md_text(run['file'])}** ({run['records']} records, {md_text(run['created'])} → "
                   f"{md_text(run['updated'])})  ",
                   f"  {md_text(run['environment'])}  ", f"  peaks: {md_text(run['peaks'])}"]
+        if run["interrupted"]:
+            parts[-1] += "  "
+            parts.append(f"  **{md_text(run['interrupted'])}**")
     if report.settings:
         parts += ["", "## Settings", ""] + [f"- {md_text(w)}" for w in report.settings]
     parts += ["", "## Leaderboard", ""]
@@ -574,7 +588,8 @@ def render_html(report: Report) -> str:
     for run in report.runs:
         body.append(f"<div class=\"run\"><strong>{esc(run['file'])}</strong> <span class=\"muted\">"
                     f"({run['records']} records, {esc(run['created'])} → {esc(run['updated'])})</span><br>"
-                    f"{esc(run['environment'])}<br><span class=\"muted\">peaks: {esc(run['peaks'])}</span></div>")
+                    f"{esc(run['environment'])}<br><span class=\"muted\">peaks: {esc(run['peaks'])}</span>"
+                    + (f"<br><strong>{esc(run['interrupted'])}</strong>" if run["interrupted"] else "") + "</div>")
     if report.settings:
         body.append("<h2>Settings</h2>")
         body += [f"<p class=\"muted\">{esc(w)}</p>" for w in report.settings]

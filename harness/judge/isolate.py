@@ -19,7 +19,7 @@ from pathlib import Path
 from harness import discover, protocol
 from harness.judge.sandbox import Confinement
 from harness.judge.sandbox.limits import Limits
-from harness.judge.watchdog import Bounds, TimeBudget, Watchdog
+from harness.judge.watchdog import Bounds, TimeBudget, Watchdog, tree
 from harness.reasons import CODES, Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
@@ -263,18 +263,25 @@ class Child:
             return ""
 
     def close(self) -> None:
-        self.cont()
+        # Unwinding from Ctrl-C (or the CLI's Interrupted): no polite exit, which a worker busy in solve() would
+        # answer only after the 5 s wait; its whole tree is killed now, escaped processes included.
+        stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+        if not stopping:
+            self.cont()
         self.watchdog.stop()
         if self.alive:
             self.alive = False
             try:
-                protocol.send(self.req_w, {"op": "exit"})
+                if not stopping:
+                    protocol.send(self.req_w, {"op": "exit"})
             except OSError:
                 pass
             try:
-                self.proc.wait(timeout=5)
+                self.proc.wait(timeout=0 if stopping else 5)
             except subprocess.TimeoutExpired:
                 pass
+        if stopping:
+            self._kill_tree()
         self._kill_group()
         for fd in (self.req_w, self.resp_r):
             try:
@@ -332,6 +339,17 @@ class Child:
         live workers are not this one's escapes, nor are their zombies reaped here: their own Popen must see how
         they died (reaped here, a baseline worker killed by SIGKILL read as "exited with status 0")."""
         return adopted_orphans({self.proc.pid} | _LIVE, self.started)
+
+    def _kill_tree(self) -> None:
+        """SIGKILL the worker and every descendant at once (a process that left the group is still a descendant
+        while the worker lives), until none is alive."""
+        for _ in range(100):
+            pids = [p for p in tree(self.proc.pid, self.escaped()) if (_stat(p) or "Z")[0] not in "ZXx"]
+            if not pids:
+                return
+            for pid in pids:
+                _signal(pid, signal.SIGKILL)
+            time.sleep(0.005)
 
     def _kill_group(self) -> None:
         for pid in self.escaped():

@@ -106,16 +106,19 @@ def _nvidia_smi() -> dict:
 
 
 class ResultsFile:
-    """One JSON document per run: schema, environment, peaks, records. Rewritten atomically after each record."""
+    """One JSON document per run: schema, environment, peaks, records, and `interrupted` while the last run
+    to write it was stopped early. Rewritten atomically after each record."""
 
     def __init__(self, path: Path, env: dict, resume: bool = True):
         self.path = Path(path)
+        self.was_interrupted = False
         self.doc = {"schema": RUN_SCHEMA, "created": _now(), "environment": env, "peaks": {}, "records": []}
         if resume and self.path.exists():
             old = load(self.path)
             self.doc["records"] = old["records"]
             self.doc["peaks"] = old.get("peaks", {})
             self.doc["created"] = old.get("created", self.doc["created"])
+            self.was_interrupted = "interrupted" in old
 
     def done(self) -> set[str]:
         return {f"{r['problem']}/{r['solution']}@{r['device']}" for r in self.doc["records"]}
@@ -129,6 +132,20 @@ class ResultsFile:
                                if f"{r['problem']}/{r['solution']}@{r['device']}" != record.key]
         self.doc["records"].append(record.to_json())
         self.save()
+
+    def mark_interrupted(self, how: dict) -> None:
+        """Say in the file that the run stopped early, and where: a report or a script reading it must not take
+        its records for the whole suite. The next run that writes the file drops the mark."""
+        self.doc["interrupted"] = how
+        self.save()
+
+    def complete(self) -> None:
+        """A run that went to the end: a mark left by an interrupted run before it goes, even when nothing was
+        judged again (every record resumed) and so nothing else rewrote the file."""
+        self.doc.pop("interrupted", None)
+        if self.was_interrupted:
+            self.save()
+            self.was_interrupted = False
 
     def set_peaks(self, peaks: dict) -> None:
         self.doc["peaks"] = peaks
