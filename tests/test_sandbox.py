@@ -187,3 +187,28 @@ def test_a_killed_baseline_worker_is_seen_killed(mode):
     finally:
         cand.close()
         base.close()
+
+
+def test_a_gated_candidate_worker_runs_no_candidate_code_before_its_go(tmp_path):
+    """A deferred start (harness.judge.isolate: the candidate's worker spawned beside the baseline worker) does the
+    harness's start-up and then waits: the candidate's module is imported only after finish_start(), so no line of
+    it runs before the baseline worker has measured the quiet GPU."""
+    import time
+
+    from harness.judge.isolate import Child
+    candidate = tmp_path / "marks_its_import.py"
+    candidate.write_text("import os\nimport torch\nBACKEND = 'torch'\nopen('imported', 'w').write('yes')\n"
+                         "def solve(a, b):\n    return torch.matmul(a, b)\n")
+    child = Child(discover.get_problem("gemm"), candidate, "torch", "cpu", deferred=True)
+    try:
+        marker = Path(child.tmp.name) / "imported"
+        time.sleep(6)                    # ample for the worker's own start-up (torch's import) on this machine
+        assert child.proc.poll() is None and child.hello is None
+        assert not marker.exists(), "the candidate was imported before the judge said go"
+        child.finish_start()
+        assert child.hello["ok"] and marker.read_text() == "yes"
+        header, _ = child.request({"op": "case", "shape": {"M": 4, "N": 4, "K": 4}, "dtype": "float32", "seed": 1},
+                                  60, "a case", max_blob=1 << 20)
+        assert header.get("ok"), header
+    finally:
+        child.close()

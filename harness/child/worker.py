@@ -25,6 +25,7 @@ from harness import protocol
 def main(argv: list[str]) -> int:
     req_fd, resp_fd = int(argv[0]), int(argv[1])
     role, problem_dir, path, backend, device, baselines = argv[2:8]
+    gated = len(argv) > 8 and argv[8] == "gated"
     from harness.child.confined import self_test
     confined = self_test()                        # before torch, before any candidate code: what is in force
     global STRAGGLER_LIMIT_MS
@@ -32,7 +33,17 @@ def main(argv: list[str]) -> int:
     from harness import backends
     backends.prepare_process(backend, device)     # before anything imports triton
     session = Session(role, problem_dir, path, backend, device, json.loads(baselines))
-    protocol.send(resp_fd, dict(session.start(), confined=confined))
+    hello = session.prepare()
+    if hello is None and gated:
+        # The judge's word: the baseline worker has measured the quiet GPU, so this process may now use the GPU
+        # and import the candidate (harness.judge.isolate, deferred start).
+        try:
+            request, _ = protocol.recv(req_fd)
+        except protocol.ChannelClosed:
+            return 0
+        if request.get("op") != "go":
+            return 0
+    protocol.send(resp_fd, dict(hello or session.start(), confined=confined))
     while True:
         try:
             request, _ = protocol.recv(req_fd)
@@ -53,11 +64,13 @@ class Session:
         self.benches: dict = {}
 
     # -- start-up ------------------------------------------------------------------------------------------------
-    def start(self) -> dict:
+    def prepare(self) -> dict | None:
+        """The start-up that touches neither the GPU nor candidate code: imports, the problem, the baselines. None
+        when it went well, else the failed hello."""
         import torch  # noqa: F401 - import torch before the candidate so its patches are visible as changes
 
         from harness import backends
-        from harness.child import guard, state
+        from harness.child import guard
         from harness.problem import load_problem
         try:
             # Everything this process will run on the harness's behalf is imported now, before the candidate can
@@ -69,6 +82,13 @@ class Session:
             backends.after_import(self.backend, self.device)
         except Exception:  # noqa: BLE001
             return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}
+        return None
+
+    def start(self) -> dict:
+        """The rest of the start-up (after prepare): the GPU, the profiler, the snapshots, the candidate's import."""
+        import torch
+
+        from harness.child import guard, state
         hello = {"ok": True}
         if self.device == "cuda":
             from harness.gpu import Flusher, held_ms, kernels

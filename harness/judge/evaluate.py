@@ -225,14 +225,22 @@ def _nothing_judged(problem: Problem, solution: SolutionInfo, opts: Options) -> 
 def _judge_all(problem, solution, opts, record, dtypes) -> None:
     timing = opts.device == "cuda" and opts.timing and not opts.case
     # The baseline worker starts first: it measures the idle GPU's flush time before any candidate code exists.
-    base = timed.start_baseline_worker(problem, opts.device, opts.sandbox) if timing else None
-    judge = None
+    # The candidate's worker is spawned beside it, gated: its harness start-up (imports: most of a worker's
+    # start) overlaps the baseline's, and it touches the GPU and imports the candidate only once the baseline
+    # worker has said hello (harness.judge.isolate, deferred start).
+    base = timed.start_baseline_worker(problem, opts.device, opts.sandbox, deferred=True) if timing else None
+    judge, first = None, None
     budget = TimeBudget(opts.time_limit_s)       # shared by every candidate worker of this judgement
     try:
+        if base is not None:
+            first = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget,
+                          deferred=True)
+            timed.finish_baseline_start(base, problem)
         for i, spec in enumerate(dtypes):
             if judge is None or not judge.child.alive:
                 # A crash or a sticky CUDA error costs one dtype, not all: the next one gets a fresh process.
-                judge = _start_judge(problem, solution, opts, record, base, budget)
+                judge = _start_judge(problem, solution, opts, record, base, budget, first)
+                first = None
                 if judge is None:
                     for rest in dtypes[i:]:
                         record.skipped[rest.name] = "not judged: the candidate's process did not start"
@@ -247,6 +255,8 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
             if timing:
                 timed.time_dtype(judge, spec, opts, record)
     finally:
+        if first is not None:
+            first.close()
         if judge is not None:
             judge.child.close()
         if base is not None:
@@ -255,9 +265,12 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
         record.score[name] = summary
 
 
-def _start_judge(problem, solution, opts, record, base, budget=None) -> Judge | None:
+def _start_judge(problem, solution, opts, record, base, budget=None, child=None) -> Judge | None:
+    """`child`: a candidate worker already spawned (gated) beside the baseline worker; else a new one."""
     try:
-        child = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget)
+        if child is None:
+            child = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget)
+        child.finish_start()
     except ChildFailed as exc:
         if exc.reason.to_json() not in record.reasons:
             record.reasons.append(exc.reason.to_json())

@@ -114,7 +114,12 @@ class Child:
     parent). The worker is handed the problem's folder and its baselines' files, not names to resolve again."""
 
     def __init__(self, problem, path: Path | None, backend: str, device: str, role: str = "candidate",
-                 sandbox: str | None = None, budget: TimeBudget | None = None, bounds: Bounds | None = None):
+                 sandbox: str | None = None, budget: TimeBudget | None = None, bounds: Bounds | None = None,
+                 deferred: bool = False):
+        """`deferred`: start the process and return at once; `finish_start()` completes the start. A deferred
+        candidate worker does the harness's own start-up (imports, the problem) and then waits for the judge's
+        word before it touches the GPU or imports the candidate, so the judge can let it overlap the baseline
+        worker's start and still keep every line of candidate code after the baseline's quiet-GPU measurement."""
         self.role, self.backend = role, backend
         self.budget = budget if budget is not None else TimeBudget(None)
         if isinstance(problem, str):
@@ -136,7 +141,8 @@ class Child:
                 self.proc = subprocess.Popen(
                     [sys.executable, *flags, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
                      str(Path(problem.root).resolve()), str(path or "-"), backend, device,
-                     json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()})],
+                     json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()}),
+                     "gated" if deferred and role == "candidate" else "open"],
                     cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=self.sandbox.preexec)
         except subprocess.SubprocessError as exc:     # the confinement could not be put in force: never run open
@@ -156,6 +162,21 @@ class Child:
         self.alive = True
         self.stopped = False
         self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds or Bounds(), self._escaped_cheap)
+        self.gated, self.hello = deferred and role == "candidate", None
+        if not deferred:
+            self.finish_start()
+
+    def finish_start(self) -> None:
+        """Let a gated worker go on (to the GPU and the candidate's import) and wait for its hello. ChildFailed
+        when it does not start."""
+        if self.hello is not None:
+            return
+        if self.gated:
+            self.gated = False
+            try:
+                protocol.send(self.req_w, {"op": "go"})
+            except (BrokenPipeError, OSError):
+                raise ChildFailed(self._death_reason("starting")) from None
         header, _ = self._recv(min(START_TIMEOUT_S, self.budget.left()), "starting and importing the solution",
                                max_blob=0)
         self.confinement = self._confinement(header)

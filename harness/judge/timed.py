@@ -18,12 +18,24 @@ from harness.reasons import Reason
 ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
 
 
-def start_baseline_worker(problem, device: str, sandbox: str | None = None) -> Child:
+def start_baseline_worker(problem, device: str, sandbox: str | None = None, deferred: bool = False) -> Child:
     """The clean worker: the problem's baselines and nothing of any candidate, confined like the candidate's (so
     the candidate's worker, in a Landlock domain of its own, can neither signal nor trace it). (That each baseline
-    exists was checked when the problem was loaded: harness.discover.)"""
+    exists was checked when the problem was loaded: harness.discover.) `deferred`: return once it is spawned;
+    `finish_baseline_start` waits for it (its start then overlaps the candidate worker's own)."""
     try:
-        return Child(problem, None, "torch", device, role="baseline", sandbox=sandbox)
+        base = Child(problem, None, "torch", device, role="baseline", sandbox=sandbox, deferred=True)
+    except ChildFailed as exc:
+        raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
+    if not deferred:
+        finish_baseline_start(base, problem)
+    return base
+
+
+def finish_baseline_start(base: Child, problem) -> None:
+    """Wait for the baseline worker's hello (its quiet-GPU flush time is measured before it says it)."""
+    try:
+        base.finish_start()
     except ChildFailed as exc:
         raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
 
