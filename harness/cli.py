@@ -115,6 +115,20 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     ev.set_defaults(func=cmd_eval)
 
+    many = sub.add_parser("eval-many", help="judge many candidate files of one problem, one JSON line each "
+                                            "(folders, .py files, JSON-lines files, - for standard input)")
+    many.add_argument("problem")
+    many.add_argument("sources", nargs="+", metavar="SOURCE",
+                      help="a candidate .py file, a folder of them, a JSON-lines file ({\"path\": ...} or "
+                           "{\"id\": ..., \"source\": ...} per line), or - (the same lines, or paths, on stdin)")
+    _common(many)
+    _search(many)
+    many.add_argument("--out", help="also append the lines to this file; candidates already judged there with the "
+                                    "same fingerprint are not judged again")
+    many.add_argument("--screen", action="store_true",
+                      help="a search's preset: 2 examples per dtype and one timed shape (unless given)")
+    many.set_defaults(func=cmd_eval_many)
+
     run = sub.add_parser("run", help="the suite: every shipped solution of every (or the named) problem")
     run.add_argument("--problem", action="append", help="limit to these problems (repeatable)")
     run.add_argument("--solution", action="append", help="limit to these solution names (repeatable)")
@@ -307,6 +321,36 @@ def cmd_eval(args) -> int:
     else:
         _print_record(record)
     return status or (0 if record.verdict == "pass" else 1)
+
+
+def cmd_eval_many(args) -> int:
+    """harness.judge.many: each candidate judged as `eval` judges it, in this one process; lines on stdout."""
+    from harness.judge import many
+    from harness.judge.evaluate import evaluate
+    device = _device(args)
+    problem = discover.get_problem(args.problem)
+    if args.screen:
+        args.examples = args.examples or 2
+        args.max_shapes = args.max_shapes or 1
+    opts = _options(args, device)
+    _check_dtypes(opts.dtypes, [problem])
+    candidates = many.collect(args.sources, sys.stdin)
+    lines = many.Lines(sys.stdout, Path(args.out) if args.out else None)
+    run = many.Run(len(candidates), device)
+    try:
+        if device == "cuda" and opts.timing:
+            opts.peaks = _peaks(problem, opts.dtypes)          # once, before any candidate runs
+        many.judge_all(problem, candidates, opts, lines,
+                       lambda p, s, o: _evaluate_or_record(evaluate, p, s, o), run,
+                       progress=lambda i, n, what: _progress(i, n, problem.id, what))
+    except interrupt.Interrupted as stop:
+        lines.write(run.summary(stopped=stop.name))
+        print(f"gauntlet: eval-many stopped by {stop.name} after {run.tally['judged'] + run.tally['resumed']} of "
+              f"{run.total}" + (f"; resume with the same command (--out {args.out} keeps what was judged)"
+                                if args.out else "; with --out FILE a second run resumes"), file=sys.stderr)
+        return stop.status
+    lines.write(run.summary())
+    return 0
 
 
 def cmd_run(args) -> int:

@@ -1,0 +1,95 @@
+"""`gauntlet eval-many` (harness.judge.many): many candidates of one problem in one judge process, one JSON line
+each, a summary line last; a file already judged (same fingerprint) is not judged again; a stop ends with the
+summary and 130; what cannot be read is the user's error before anything is judged."""
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.discover import UsageError
+from harness.judge import many
+
+ROOT = Path(__file__).resolve().parents[1]
+GOOD = "import torch\nBACKEND = 'torch'\ndef solve(a, b):\n    return torch.matmul(a, b)\n"
+ZEROS = ("import torch\nBACKEND = 'torch'\ndef solve(a, b):\n"
+         "    return torch.zeros(a.shape[0], b.shape[1], dtype=a.dtype)\n")
+NO_BACKEND = "def solve(a, b):\n    return a @ b\n"
+STUCK = "import time, torch\nBACKEND = 'torch'\ndef solve(a, b):\n    time.sleep(600)\n"
+FLAGS = ["--device", "cpu", "--dtype", "float32", "--examples", "1", "--seed", "1"]
+
+
+def _cli(*argv, stdin=""):
+    out = subprocess.run([sys.executable, "-m", "harness", "eval-many", *argv], capture_output=True, text=True,
+                         input=stdin, cwd=ROOT, timeout=600)
+    return out.returncode, [json.loads(line) for line in out.stdout.splitlines()], out.stderr
+
+
+def test_a_folder_and_standard_input_each_candidate_one_line_then_a_summary(tmp_path):
+    folder = tmp_path / "cands"
+    folder.mkdir()
+    for name, text in (("good", GOOD), ("zeros", ZEROS), ("no_backend", NO_BACKEND)):
+        (folder / f"{name}.py").write_text(text)
+    inline = json.dumps({"id": "inline", "source": NO_BACKEND})
+    out = tmp_path / "lines.jsonl"
+    # good.py twice (the same file: judged once in a run), an inline source from standard input.
+    code, lines, err = _cli("gemm", str(folder), "-", str(folder / "good.py"), *FLAGS, "--out", str(out),
+                            stdin=inline + "\n")
+    assert code == 0, err
+    *records, last = lines
+    assert [r["id"] for r in records] == ["good", "no_backend", "zeros", "inline", "good#2"]
+    assert [r["verdict"] for r in records] == ["pass", "error", "fail", "error", "pass"]
+    assert [r["reasons"][0]["code"] for r in records if r["reasons"]] == ["import_error", "mismatch", "import_error"]
+    assert all(r["schema"] == many.SCHEMA and r["fingerprint"] for r in records)
+    assert [r["resumed"] for r in records] == [False, False, False, False, True]
+    assert last["summary"]["verdicts"] == {"pass": 2, "error": 2, "fail": 1}
+    assert last["summary"]["judged"] == 4 and last["summary"]["resumed"] == 1 and last["summary"]["per_hour"] > 0
+    assert len(out.read_text().splitlines()) == 6
+    # A second run over the same output file judges nothing again.
+    code, lines, err = _cli("gemm", str(folder), *FLAGS, "--out", str(out))
+    assert code == 0, err
+    assert [r["resumed"] for r in lines[:-1]] == [True, True, True]
+    assert [r["verdict"] for r in lines[:-1]] == ["pass", "error", "fail"]
+    assert lines[-1]["summary"]["judged"] == 0
+
+
+def test_a_stop_ends_with_the_summary_line_and_130(tmp_path):
+    (tmp_path / "a_good.py").write_text(GOOD)
+    (tmp_path / "b_stuck.py").write_text(STUCK)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "eval-many", "gemm", str(tmp_path), *FLAGS,
+                             "--timeout", "900"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            start_new_session=True)
+    first = proc.stdout.readline()                  # a_good's line: b_stuck is in flight from now on
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert json.loads(first)["verdict"] == "pass"
+    lines = [json.loads(line) for line in rest.splitlines()]
+    assert len(lines) == 1 and lines[0]["summary"]["interrupted"] == "SIGINT", rest
+    assert lines[0]["summary"]["judged"] == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("items", "stdin", "words"), [
+    (["/nonexistent/x.py"], "", "not a candidate file"),
+    (["-"], "/nonexistent/y.py\n", "no such candidate file"),
+    (["-"], "{not json\n", "not JSON"),
+    (["-"], '{"id": "x"}\n', "a line is"),
+    (["-"], "\n# nothing\n", "no candidates"),
+])
+def test_what_cannot_be_read_is_the_users_error(items, stdin, words):
+    with pytest.raises(UsageError, match=words):
+        many.collect(items, io.StringIO(stdin))
+
+
+def test_an_empty_folder_and_repeated_ids(tmp_path):
+    with pytest.raises(UsageError, match="no candidate files"):
+        many.collect([str(tmp_path)])
+    (tmp_path / "k.py").write_text(GOOD)
+    found = many.collect([str(tmp_path), str(tmp_path / "k.py")])
+    assert [c.id for c in found] == ["k", "k#2"] and found[0].path == found[1].path
