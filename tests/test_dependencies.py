@@ -1,0 +1,43 @@
+"""Every module the harness imports is a dependency of the base wheel (issue 18: `pip install <wheel>` without
+numpy made every judgement of every candidate a `crash` blamed on the candidate). Optional backends (Triton, CuPy,
+the CUTLASS DSL) are extras and imported only where a solution needs them."""
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DIST = {"yaml": "pyyaml"}                                  # import name -> distribution name, where they differ
+OPTIONAL = {"triton", "cupy", "cutlass"}                   # the extras: [triton], [cupy], [cute]
+USED_THROUGH_TORCH = {"numpy": "Tensor.numpy() on the harness's wire (harness/protocol.py)"}
+OWN = {"harness", "reports", "gauntlet_problems", "gauntlet_solutions", "__future__"}
+
+
+def _imports() -> dict:
+    found: dict = {}
+    for path in sorted((ROOT / "harness").rglob("*.py")) + sorted((ROOT / "reports").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in OWN:
+                    found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def _base_dependencies() -> set:
+    tomllib = pytest.importorskip("tomllib")
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return {re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].strip().lower() for d in deps}
+
+
+def test_every_module_the_harness_imports_is_a_base_dependency_or_an_extra():
+    base = _base_dependencies()
+    missing = {m: sorted(paths)[:3] for m, paths in _imports().items()
+               if m not in OPTIONAL and DIST.get(m, m) not in base}
+    assert not missing, f"imported but not a dependency of the base wheel: {missing}"
+    for module, why in USED_THROUGH_TORCH.items():
+        assert DIST.get(module, module) in base, f"{module} is needed for {why}"
