@@ -14,11 +14,47 @@ asked to exit (harness.judge.isolate.Child.close).
 """
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from harness import discover, searchpath
+
+
+def _gpu_count() -> int:
+    """From nvidia-smi, not torch: initialising CUDA here would tie this worker to the default device."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(line.startswith("GPU ") for line in out.stdout.splitlines()) if out.returncode == 0 else 0
+
+
+def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
+    """`pytest -n N` on a machine of several GPUs: worker gwI gets one GPU of its own (of those CUDA_VISIBLE_DEVICES
+    lets it see, else of all), round-robin, before anything starts CUDA; and where several workers share a GPU,
+    GAUNTLET_JUDGES_PER_GPU says how many (each judge then takes its share of the card's memory: harness.judge.memory),
+    unless it is set already. Runs when the plugin is imported, in every xdist worker: from the installed package,
+    so a user's repository gets it too, not only this checkout (its conftest.py is not shipped)."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit()):
+        return
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    devices = [d.strip() for d in visible.split(",") if d.strip()] if visible is not None else \
+        [str(i) for i in range(gpu_count())]
+    if not devices:
+        return
+    environ["CUDA_VISIBLE_DEVICES"] = devices[int(worker[2:]) % len(devices)]
+    try:
+        workers = max(1, int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        workers = 1
+    environ.setdefault("GAUNTLET_JUDGES_PER_GPU", str(-(-workers // len(devices))))
+
+
+pin_xdist_worker()
 
 _PREVIOUS = pytest.StashKey()
 _FOLDERS = pytest.StashKey()      # solutions/<problem>/ folder -> problem id, found once per session

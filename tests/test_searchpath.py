@@ -240,3 +240,21 @@ def test_cli_problems_option_naming_no_folder_is_a_usage_error_in_json(tmp_path,
     assert cli.main(["eval", "gemm", "torch_matmul", "--problems", "nowhere", "--json"]) == 2
     doc = json.loads(capsys.readouterr().out)
     assert doc["verdict"] == "usage_error" and doc["blame"] == "user" and "does not exist" in doc["error"]
+
+
+@pytest.mark.parametrize(("env", "gpus", "want"), [
+    ({"PYTEST_XDIST_WORKER": "gw5", "PYTEST_XDIST_WORKER_COUNT": "8"}, 4, ("1", "2")),
+    ({"PYTEST_XDIST_WORKER": "gw3", "PYTEST_XDIST_WORKER_COUNT": "8"}, 1, ("0", "8")),
+    ({"PYTEST_XDIST_WORKER": "gw3", "PYTEST_XDIST_WORKER_COUNT": "4", "CUDA_VISIBLE_DEVICES": "2,5"}, 8, ("5", "2")),
+    ({"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2", "GAUNTLET_JUDGES_PER_GPU": "3"}, 1, ("0", "3")),
+    ({"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2"}, 0, (None, None)),
+    ({"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2", "CUDA_VISIBLE_DEVICES": ""}, 4, ("", None)),
+    ({"PYTEST_XDIST_WORKER_COUNT": "2"}, 4, (None, None)),
+])
+def test_each_xdist_worker_gets_a_gpu_of_its_own_from_the_installed_plugin(env, gpus, want):
+    """harness.plugin.pin_xdist_worker (shipped in the wheel, unlike the checkout's conftest.py): round-robin over
+    the GPUs the worker may see, and how many judges share each GPU; nothing without GPUs or outside xdist."""
+    from harness.plugin import pin_xdist_worker
+    environ = dict(env)
+    pin_xdist_worker(environ, lambda: gpus)
+    assert (environ.get("CUDA_VISIBLE_DEVICES"), environ.get("GAUNTLET_JUDGES_PER_GPU")) == want
