@@ -157,6 +157,17 @@ def _parser() -> argparse.ArgumentParser:
     mut.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     mut.set_defaults(func=cmd_mutate)
 
+    cmp_ = sub.add_parser("compare", help="did a kernel get slower or wrong? two runs compared (results files, "
+                                          "eval --json output or eval-many lines); exit 1 on a regression")
+    cmp_.add_argument("base", help="the reference run (e.g. the main branch's stored results)")
+    cmp_.add_argument("new", help="the run to judge")
+    cmp_.add_argument("--fail-on", type=float, default=5.0, metavar="PCT",
+                      help="a slowdown beyond PCT percent whose 95%% interval excludes no change is a regression "
+                           "(default 5)")
+    cmp_.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    cmp_.add_argument("--markdown", metavar="FILE", help="also write the Markdown (a PR comment) to FILE")
+    cmp_.set_defaults(func=cmd_compare)
+
     rep = sub.add_parser("report", help="leaderboard (Markdown + HTML) from results files")
     rep.add_argument("results", nargs="+")
     rep.add_argument("-o", "--out-dir", default="reports/out")
@@ -336,7 +347,7 @@ def cmd_eval_many(args) -> int:
     _check_dtypes(opts.dtypes, [problem])
     candidates = many.collect(args.sources, sys.stdin)
     lines = many.Lines(sys.stdout, Path(args.out) if args.out else None)
-    run = many.Run(len(candidates), device)
+    run = many.Run(len(candidates), device, _env(device))
     try:
         if device == "cuda" and opts.timing:
             opts.peaks = _peaks(problem, opts.dtypes)          # once, before any candidate runs
@@ -431,6 +442,23 @@ def _stop_run(stop, args, results, keys, settled, in_flight, tally) -> int:
         cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
     print(stopped.run_line(mark, len(keys), judged, args.out), file=sys.stderr, flush=True)
     return stop.status
+
+
+def cmd_compare(args) -> int:
+    """reports.compare: a regression is a slowdown beyond --fail-on whose interval says it is real, or a pass
+    that is no longer one. Exit 1 on any, 0 otherwise."""
+    from reports import compare
+    if not 0 <= args.fail_on < 1000:
+        raise UsageError(f"--fail-on must be a percentage in [0, 1000), got {args.fail_on}")
+    doc = compare.compare(compare.load(Path(args.base)), compare.load(Path(args.new)), args.fail_on)
+    text = compare.markdown(doc, (args.base, args.new))
+    if args.markdown:
+        Path(args.markdown).write_text(text + "\n")
+    if args.json:
+        _emit_json(doc)
+    else:
+        print(text)
+    return 1 if doc["regressions"] else 0
 
 
 def cmd_report(args) -> int:

@@ -147,8 +147,8 @@ def _key(fp: dict) -> str:
 class Run:
     """One eval-many run's state: what has been judged, so a stop can still say it (the summary line)."""
 
-    def __init__(self, total: int, device: str):
-        self.total, self.device = total, device
+    def __init__(self, total: int, device: str, environment: dict | None = None):
+        self.total, self.device, self.environment = total, device, environment or {}
         self.counts: dict[str, int] = {}
         self.tally = {"judged": 0, "resumed": 0}
         self.t0 = time.monotonic()
@@ -163,6 +163,7 @@ class Run:
                    round(rate, 1) if rate else None}
         if stopped:
             out["interrupted"] = stopped
+        out["environment"] = self.environment       # the machine (GPU, driver, versions): what compare checks
         return {"schema": SCHEMA, "summary": out}
 
 

@@ -1,0 +1,197 @@
+"""Did this change make a kernel slower or wrong? Two runs compared, for a CI log, a PR comment or a script.
+
+Inputs: results files (`gauntlet run`), `gauntlet eval --json` output, or `gauntlet eval-many` lines; records are
+matched by problem, solution (or eval-many id) and device, then timings by dtype, shape and baseline.
+
+What is compared is each timing's speedup over its baseline, measured in the same run (the paired, drift-cancelling
+figure of harness.judge.bench), not raw milliseconds: two CI runs on a shared runner differ in clocks and
+neighbours, and the baseline carries that difference with it. The change in time is speedup_base / speedup_new - 1
+(positive: slower). Its 95% interval combines the two runs' own intervals on the log scale (each is a paired
+bootstrap, so its half-width over 1.96 is that run's standard error). A slowdown is a regression only when the
+interval says it is real (its whole interval is on the slow side of no change) and its estimate exceeds the
+threshold (--fail-on, percent). A verdict that was `pass` and is anything else is always a regression; a record
+judged under other settings (options, the problem's files) or on another device is reported as incomparable,
+never compared.
+
+Data in, text out: no torch. Details came from untrusted candidates: Markdown cells are escaped.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+RUN_SCHEMA = "gauntlet.run/1"          # mirrors of harness.judge.results (reading must not import the harness)
+EVAL_SCHEMA = "gauntlet.eval/1"
+MANY_SCHEMA = "gauntlet.many/1"
+SCHEMA = "gauntlet.compare/1"
+Z95 = 1.959964
+
+
+class CompareError(ValueError):
+    """An input that cannot be read as Gauntlet results (the user's error)."""
+
+
+def load(path: Path) -> tuple[dict, dict]:
+    """(environment, {key: record}) from a results file, an eval JSON object or eval-many lines."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CompareError(f"{path}: cannot be read: {exc}") from None
+    try:
+        docs = [json.loads(text)]
+    except json.JSONDecodeError:
+        try:
+            docs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise CompareError(f"{path}: neither a JSON document nor JSON lines: {exc}") from None
+    env: dict = {}
+    records: dict = {}
+    for doc in docs:
+        if not isinstance(doc, dict):
+            raise CompareError(f"{path}: expected JSON objects")
+        schema = doc.get("schema")
+        if schema == RUN_SCHEMA:
+            env = doc.get("environment") or {}
+            for rec in doc.get("records") or []:
+                records[_key(rec)] = rec
+        elif schema == EVAL_SCHEMA and "verdict" in doc:
+            env = doc.get("environment") or env
+            records[_key(doc)] = doc
+        elif schema == MANY_SCHEMA:
+            if "summary" in doc:
+                env = doc["summary"].get("environment") or env
+            elif "verdict" in doc:
+                records[_key(doc, doc.get("id"))] = doc
+        else:
+            raise CompareError(f"{path}: schema {schema!r} is not one of {RUN_SCHEMA}, {EVAL_SCHEMA}, {MANY_SCHEMA}")
+    if not records:
+        raise CompareError(f"{path}: holds no records")
+    return env, records
+
+
+def _key(rec: dict, name: str | None = None) -> str:
+    return f"{rec.get('problem')}/{name or rec.get('solution')}@{rec.get('device')}"
+
+
+def compare(base: tuple[dict, dict], new: tuple[dict, dict], threshold_pct: float = 5.0) -> dict:
+    """The comparison as one JSON-able document: rows (one per timing compared), regressions, incomparable and
+    missing records."""
+    (env_a, recs_a), (env_b, recs_b) = base, new
+    out = {"schema": SCHEMA, "threshold_pct": threshold_pct, "rows": [], "regressions": [], "incomparable": [],
+           "missing": sorted(set(recs_a) - set(recs_b)), "added": sorted(set(recs_b) - set(recs_a)),
+           "devices": [env_a.get("gpu") or env_a.get("cpu"), env_b.get("gpu") or env_b.get("cpu")]}
+    gpu_a, gpu_b = env_a.get("gpu"), env_b.get("gpu")
+    for key in sorted(set(recs_a) & set(recs_b)):
+        a, b = recs_a[key], recs_b[key]
+        why = _incomparable(a, b, gpu_a, gpu_b)
+        if why:
+            out["incomparable"].append({"key": key, "why": why})
+            continue
+        if a.get("verdict") == "pass" and b.get("verdict") != "pass":
+            codes = sorted({r.get("code") for r in b.get("reasons") or []})
+            out["regressions"].append({"key": key, "kind": "verdict", "was": "pass", "now": b.get("verdict"),
+                                       "codes": codes})
+        for row in _timing_rows(key, a, b, threshold_pct):
+            out["rows"].append(row)
+            if row["slower"]:
+                out["regressions"].append({"key": key, "kind": "slower", **{k: row[k] for k in
+                                           ("dtype", "shape", "baseline", "change_pct", "ci95_pct")}})
+    return out
+
+
+def _incomparable(a: dict, b: dict, gpu_a, gpu_b) -> str | None:
+    if a.get("device") == "cuda" and gpu_a and gpu_b and gpu_a != gpu_b:
+        return f"different GPUs: {gpu_a} and {gpu_b}"
+    fa, fb = a.get("fingerprint") or {}, b.get("fingerprint") or {}
+    oa, ob = dict(fa.get("options") or {}), dict(fb.get("options") or {})
+    for o in (oa, ob):
+        o.pop("seed", None)          # a fresh seed per run is the default: not a different setting
+    if oa and ob and oa != ob:
+        return "different settings: " + ", ".join(sorted(k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k)))
+    if fa.get("problem") and fb.get("problem") and fa["problem"] != fb["problem"]:
+        return "the problem's files changed"
+    return None
+
+
+def _timing_rows(key: str, a: dict, b: dict, threshold_pct: float) -> list[dict]:
+    index = {(t.get("dtype"), _shape(t.get("shape"))): t for t in a.get("timings") or []}
+    rows = []
+    for tb in b.get("timings") or []:
+        ta = index.get((tb.get("dtype"), _shape(tb.get("shape"))))
+        if ta is None:
+            continue
+        for label, sb in sorted((tb.get("baselines") or {}).items()):
+            sa = (ta.get("baselines") or {}).get(label)
+            if not _usable(sa) or not _usable(sb):
+                continue
+            ratio = sb["speedup"] / sa["speedup"]            # < 1: the candidate lost ground on its baseline
+            sigma = math.hypot(_log_se(sa), _log_se(sb))
+            lo, hi = ratio * math.exp(-Z95 * sigma), ratio * math.exp(Z95 * sigma)
+            change = 1 / ratio - 1                          # in time, relative to the baseline: > 0 is slower
+            ci = [1 / hi - 1, 1 / lo - 1]
+            rows.append({"key": key, "dtype": tb.get("dtype"), "shape": _shape(tb.get("shape")), "baseline": label,
+                         "speedup": [sa["speedup"], sb["speedup"]],
+                         "candidate_ms": [ta.get("candidate_ms"), tb.get("candidate_ms")],
+                         "change_pct": round(100 * change, 2), "ci95_pct": [round(100 * ci[0], 2), round(100 * ci[1], 2)],
+                         "slower": ci[0] > 0 and 100 * change > threshold_pct,
+                         "faster": ci[1] < 0 and -100 * change > threshold_pct})
+    return rows
+
+
+def _usable(side) -> bool:
+    return isinstance(side, dict) and isinstance(side.get("speedup"), (int, float)) and side["speedup"] > 0
+
+
+def _log_se(side: dict) -> float:
+    """A run's standard error of log(speedup), from its 95% interval (0 when it has none)."""
+    ci = side.get("ci95")
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) and x > 0 for x in ci) \
+            and ci[0] <= ci[1]:
+        return (math.log(ci[1]) - math.log(ci[0])) / (2 * Z95)
+    return 0.0
+
+
+def _shape(shape) -> str:
+    if isinstance(shape, dict):
+        return ",".join(f"{k}={v}" for k, v in shape.items())
+    return str(shape)
+
+
+def markdown(doc: dict, names: tuple[str, str]) -> str:
+    """For a CI log or a PR comment."""
+    regressions = doc["regressions"]
+    head = (f"## gauntlet compare: `{_cell(names[0])}` -> `{_cell(names[1])}`\n\n"
+            f"{len(doc['rows'])} timings compared (threshold {doc['threshold_pct']:g}%), "
+            f"**{len(regressions)} regression(s)**, {sum(r['faster'] for r in doc['rows'])} faster, "
+            f"{len(doc['incomparable'])} incomparable, {len(doc['missing'])} missing from the new run.\n")
+    lines = [head]
+    verdicts = [r for r in regressions if r["kind"] == "verdict"]
+    if verdicts:
+        lines += ["### Verdicts that were pass\n", "| record | now | codes |", "|---|---|---|"]
+        lines += [f"| {_cell(r['key'])} | {_cell(r['now'])} | {_cell(', '.join(r['codes']))} |" for r in verdicts]
+        lines.append("")
+    if doc["rows"]:
+        lines += ["### Times (relative to each run's own baseline)\n",
+                  "| record | dtype | shape | vs | speedup before -> after | time change | 95% interval | |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sorted(doc["rows"], key=lambda r: -r["change_pct"]):
+            flag = "**slower**" if r["slower"] else ("faster" if r["faster"] else "")
+            lines.append(f"| {_cell(r['key'])} | {_cell(r['dtype'])} | {_cell(r['shape'])} | {_cell(r['baseline'])} "
+                         f"| {r['speedup'][0]:.3f} -> {r['speedup'][1]:.3f} | {r['change_pct']:+.1f}% "
+                         f"| [{r['ci95_pct'][0]:+.1f}%, {r['ci95_pct'][1]:+.1f}%] | {flag} |")
+        lines.append("")
+    if doc["incomparable"]:
+        lines += ["### Not compared\n"] + [f"- {_cell(r['key'])}: {_cell(r['why'])}" for r in doc["incomparable"]]
+        lines.append("")
+    if doc["missing"]:
+        lines += ["### Missing from the new run\n"] + [f"- {_cell(k)}" for k in doc["missing"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cell(text) -> str:
+    """Untrusted text in a Markdown table cell: no pipes, no line breaks, no HTML, no backticks."""
+    s = str(text).replace("\n", " ").replace("|", "\\|").replace("`", "'")
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")[:300]
