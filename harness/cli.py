@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     want_json = "--json" in argv
     _undumpable()
     parser = _parser()
+    if not argv:                         # bare `gauntlet`: what it can do, not "the following arguments are required"
+        parser.print_help(sys.stderr)
+        return 2
     _JSON_SAID[0] = False
     hint: list[str] = []
 
@@ -99,8 +102,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="gauntlet", description="Hold GPU kernels to a specification.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = _Parser(prog="gauntlet", description="Hold GPU kernels to a specification.",
+                epilog="`gauntlet COMMAND --help` for a command's options; the README has the whole story.")
+    p.add_argument("--version", action="version", version=f"gauntlet {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND")
 
     ls = sub.add_parser("list", help="problems, dtypes, solutions, and which backends this machine can run")
     _search(ls)
@@ -129,7 +134,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="a search's preset: 2 examples per dtype and one timed shape (unless given)")
     many.set_defaults(func=cmd_eval_many)
 
-    run = sub.add_parser("run", help="the suite: every shipped solution of every (or the named) problem")
+    run = sub.add_parser("run", help="the suite: every solution on the search path (the shipped ones and your "
+                                     "own folders') of every (or the named) problem")
     run.add_argument("--problem", action="append", help="limit to these problems (repeatable)")
     run.add_argument("--solution", action="append", help="limit to these solution names (repeatable)")
     _common(run)
@@ -169,8 +175,11 @@ def _parser() -> argparse.ArgumentParser:
     cmp_.set_defaults(func=cmd_compare)
 
     rep = sub.add_parser("report", help="leaderboard (Markdown + HTML) from results files")
-    rep.add_argument("results", nargs="+")
-    rep.add_argument("-o", "--out-dir", default="reports/out")
+    rep.add_argument("results", nargs="+", metavar="RESULTS.json",
+                     help="results files written by `gauntlet run --out` (a later file's record of the same "
+                          "problem/solution/device replaces an earlier one's; different GPUs are ranked apart)")
+    rep.add_argument("-o", "--out-dir", default="reports/out",
+                     help="where leaderboard.md and leaderboard.html are written (default reports/out)")
     rep.set_defaults(func=cmd_report)
     return p
 
@@ -207,25 +216,41 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="total seconds one judgement's candidate workers may take (default 3600)")
 
 
+def _number(text: str, kind, what: str):
+    """argparse names a failed `type=` by the function's name ("invalid _positive value"); say what was wanted."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+
+
 def _positive(text: str) -> int:
-    value = int(text)
+    value = _number(text, int, "a positive integer")
     if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
 
 
 def _seed(text: str) -> int:
-    value = int(text)
+    value = _number(text, int, "an integer in [0, 2**31)")
     if not 0 <= value < 2**31:
-        raise argparse.ArgumentTypeError(f"must be in [0, 2**31), got {value}")
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**31), got {value}")
     return value
 
 
 def _seconds(text: str) -> float:
-    value = float(text)
+    value = _number(text, float, "a number of seconds in (0, 86400]")
     if not 0 < value <= 24 * 3600:       # also refuses nan and inf
         raise argparse.ArgumentTypeError(f"must be a number of seconds in (0, 86400], got {text}")
     return value
+
+
+def _version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("gauntlet")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: a plain checkout)"
 
 
 def _options(args, device: str):
@@ -294,9 +319,16 @@ def cmd_list(args) -> int:
     print()
     _print_search_path(discover.search_path())
     located = discover.locate_problems()
-    for problem in discover.all_problems():
+    broken = 0
+    for pid, where in located.items():
+        try:
+            problem = discover.get_problem(pid)
+        except (ProblemError, UsageError, ValueError) as exc:
+            # One broken problem.yaml is its author's error, said in its place; the rest are still listed.
+            broken += 1
+            print(f"{pid}: cannot be loaded (the problem's error): {exc}")
+            continue
         print(f"{problem.id}: {problem.title}")
-        where = located[problem.id]
         if not where.shipped:
             print(f"  folder:    {where.folder}" + (f" (shadows the shipped {problem.id})" if where.shadows else ""))
         print(f"  dtypes:    {', '.join(problem.dtypes)}")
@@ -304,6 +336,9 @@ def cmd_list(args) -> int:
         for s in discover.solutions_for(problem.id):
             dt = f"  dtypes {','.join(s.dtypes)}" if s.dtypes else ""
             print(f"  - {s.name:<22} {s.backend or '?':<7}{dt}")
+    if broken:
+        print(f"gauntlet: {broken} problem(s) could not be loaded (above)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -576,7 +611,8 @@ def _progress(i: int, n: int, key: str, what: str) -> None:
 
 
 def _print_record(record) -> None:
-    print(f"{record.problem} / {record.solution} [{record.backend}] on {record.device}: {record.verdict.upper()}")
+    print(f"{record.problem} / {record.solution} [{record.backend or 'no BACKEND'}] on {record.device}: "
+          f"{record.verdict.upper()}")
     for name, c in record.cases.items():
         print(f"  {name:<9} {c['examples']} examples, {c['calls']} calls: {c['status']}")
         for kernel in (k for k in c.get("kernels", []) if "[autotune:" in k):   # which config the CPU ran

@@ -123,3 +123,37 @@ def test_a_killed_judge_leaves_no_worker_running(tmp_path):
     else:
         os.kill(worker, signal.SIGKILL)
         pytest.fail("the worker outlived its judge")
+
+
+def test_bare_gauntlet_lists_its_commands_and_version_says_which():
+    code, out, err = _cli()
+    assert code == 2 and "commands:" in err and "eval-many" in err and "compare" in err and "required" not in err
+    code, out, _ = _cli("--version")
+    assert code == 0 and out.startswith("gauntlet ")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--examples", "abc"], "--examples: must be a positive integer, got 'abc'"),
+    (["--examples", "0"], "--examples: must be a positive integer, got '0'"),
+    (["--timeout", "soon"], "--timeout: must be a number of seconds"),
+    (["--seed", "x"], "--seed: must be an integer in [0, 2**31)"),
+])
+def test_a_malformed_number_says_what_was_wanted(args, says):
+    code, _, err = _cli("eval", "gemm", "torch_matmul", "--device", "cpu", *args)
+    assert code == 2 and says in err and "_positive" not in err and "_seconds" not in err, err
+
+
+def test_one_broken_problem_does_not_stop_the_listing(tmp_path):
+    broken = tmp_path / "problems" / "broken_one"
+    broken.mkdir(parents=True)
+    (broken / "problem.yaml").write_text("title: broken\nbogus_key: 1\n")
+    (broken / "reference.py").write_text("def reference(a):\n    return a\n")
+    code, out, err = _cli("list", "--problems", str(tmp_path / "problems"))
+    assert code == 2, err
+    assert "broken_one: cannot be loaded (the problem's error)" in out
+    assert "gemm:" in out and "int8_gemm:" in out          # the shipped problems after it are still listed
+
+
+def test_a_record_without_a_backend_says_so_in_words():
+    code, out, _ = _cli("eval", "gemm", str(BAD / "syntax_error.py"), "--device", "cpu")
+    assert code == 1 and "[no BACKEND]" in out and "[None]" not in out
