@@ -175,6 +175,7 @@ def test_the_wheel_holds_every_harness_file_and_the_shipped_problems(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {str(p.relative_to(CHECKOUT)) for pkg in ("harness", "reports") for p in (CHECKOUT / pkg).rglob("*.py")
                 if "__pycache__" not in p.parts}
+    expected |= {str(p.relative_to(CHECKOUT)) for p in (CHECKOUT / "harness" / "schemas").glob("*.json")}
     mapped = {"problems": "gauntlet_problems", "solutions": "gauntlet_solutions"}
     for folder, target in mapped.items():
         expected |= {f"{target}/{p.relative_to(CHECKOUT / folder)}" for p in (CHECKOUT / folder).glob("*/*")
