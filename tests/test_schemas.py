@@ -42,6 +42,15 @@ def test_real_h100_records_hold(path):
     _valid(json.loads(path.read_text()), "eval")
 
 
+def test_real_h100_eval_many_lines_hold():
+    """`gauntlet eval-many gemm FOLDER --device cuda --dtype bfloat16 --screen` on an H100: triton_tiled, torch_matmul,
+    a zeros kernel and one that raises, then the summary."""
+    lines = [json.loads(line) for line in (DATA / "h100_eval_many.jsonl").read_text().splitlines()]
+    assert [d.get("verdict") for d in lines] == ["pass", "pass", "fail", "error", None]
+    for line in lines:
+        _valid(line, "many")
+
+
 def test_real_cpu_output_of_every_command_holds(tmp_path):
     code, out, _ = _cli("eval", "gemm", "torch_matmul", "--device", "cpu", *FAST, "--json")
     assert code == 0
