@@ -93,3 +93,21 @@ def test_an_empty_folder_and_repeated_ids(tmp_path):
     (tmp_path / "k.py").write_text(GOOD)
     found = many.collect([str(tmp_path), str(tmp_path / "k.py")])
     assert [c.id for c in found] == ["k", "k#2"] and found[0].path == found[1].path
+
+
+def test_a_candidate_gone_before_its_turn_is_its_own_error_line(tmp_path):
+    """A file listed and then removed (a search pruning its folder) costs its own line, not the run."""
+    from harness import discover
+    from harness.judge.evaluate import Options
+    (tmp_path / "gone.py").write_text(GOOD)
+    found = many.collect([str(tmp_path / "gone.py")])
+    (tmp_path / "gone.py").unlink()
+    out = io.StringIO()
+    run = many.Run(1, "cpu")
+    many.judge_all(discover.get_problem("gemm"), found, Options(device="cpu"), many.Lines(out, None),
+                   lambda *a: pytest.fail("nothing to judge"), run)
+    (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert line["verdict"] == "error" and line["reasons"][0]["code"] == "import_error" and line["id"] == "gone"
+    assert run.summary()["summary"]["verdicts"] == {"error": 1}
+    from reports import schema
+    assert not schema.problems(line, "many")

@@ -19,9 +19,11 @@ judged again: its old line is repeated, marked `resumed`, so a stopped search pi
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -98,7 +100,9 @@ def _lines(lines: list[str], where: str, inline_dir: list[Path]) -> list[Candida
             out.append(Candidate(str(doc.get("id") or _id_of(path)), path.resolve()))
         elif isinstance(doc.get("source"), str) and isinstance(doc.get("id"), str) and doc["id"]:
             if not inline_dir:
-                inline_dir.append(Path(tempfile.mkdtemp(prefix="gauntlet-many-")))   # 0700: this user only
+                folder = tempfile.mkdtemp(prefix="gauntlet-many-")      # 0700: this user only
+                atexit.register(shutil.rmtree, folder, True)            # gone when the judge process ends
+                inline_dir.append(Path(folder))
             name = re.sub(r"[^A-Za-z0-9_]", "_", doc["id"])[:80] or "candidate"
             path = inline_dir[0] / f"{name}_{len(out)}.py"
             path.write_text(doc["source"])
@@ -173,7 +177,15 @@ def judge_all(problem, candidates: list[Candidate], opts, lines: Lines, judge_on
     from harness import discover
     from harness.judge.fingerprint import fingerprint
     for i, cand in enumerate(candidates):
-        solution = discover.get_solution(problem.id, str(cand.path))
+        try:
+            solution = discover.get_solution(problem.id, str(cand.path))
+        except UsageError as exc:        # gone since it was listed: this candidate's line says so, the rest go on
+            _write(lines, run, progress, len(candidates),
+                   {"schema": SCHEMA, "problem": problem.id, "solution": cand.id, "path": str(cand.path),
+                    "backend": None, "device": opts.device, "verdict": "error", "cases": {}, "timings": [],
+                    "reasons": [{"code": "import_error", "detail": str(exc), "repro": ""}],
+                    "index": i, "id": cand.id, "source": str(cand.path), "resumed": False, "wall_s": 0.0})
+            continue
         fp = fingerprint(problem, solution, opts)
         old = lines.previous.get(_key(fp))
         if old is not None:
@@ -183,12 +195,16 @@ def judge_all(problem, candidates: list[Candidate], opts, lines: Lines, judge_on
             record = judge_one(problem, solution, opts)
             doc = dict(record.to_json(), schema=SCHEMA, index=i, id=cand.id, source=str(cand.path), resumed=False,
                        wall_s=round(time.monotonic() - started, 2))
-        lines.write(doc)
         if not doc["resumed"]:
             lines.previous[_key(fp)] = doc        # the same source again later in this run: judged once
-        run.tally["resumed" if doc["resumed"] else "judged"] += 1
-        run.counts[doc["verdict"]] = run.counts.get(doc["verdict"], 0) + 1
-        if progress is not None:
-            codes = ",".join(sorted({r["code"] for r in doc.get("reasons", [])}))
-            progress(i + 1, len(candidates), f"{cand.id}: {doc['verdict']}" + (f" ({codes})" if codes else "")
-                     + (" (resumed)" if doc["resumed"] else f" in {doc['wall_s']:.1f}s"))
+        _write(lines, run, progress, len(candidates), doc)
+
+
+def _write(lines: Lines, run: Run, progress, total: int, doc: dict) -> None:
+    lines.write(doc)
+    run.tally["resumed" if doc["resumed"] else "judged"] += 1
+    run.counts[doc["verdict"]] = run.counts.get(doc["verdict"], 0) + 1
+    if progress is not None:
+        codes = ",".join(sorted({r["code"] for r in doc.get("reasons", [])}))
+        progress(doc["index"] + 1, total, f"{doc['id']}: {doc['verdict']}" + (f" ({codes})" if codes else "")
+                 + (" (resumed)" if doc["resumed"] else f" in {doc['wall_s']:.1f}s"))
