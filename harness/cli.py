@@ -109,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="problems, dtypes, solutions, and which backends this machine can run")
     _search(ls)
+    ls.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     ls.set_defaults(func=cmd_list)
 
     ev = sub.add_parser("eval", help="judge one candidate file (or shipped solution name) on one problem")
@@ -176,10 +177,12 @@ def _parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="leaderboard (Markdown + HTML) from results files")
     rep.add_argument("results", nargs="+", metavar="RESULTS.json",
-                     help="results files written by `gauntlet run --out` (a later file's record of the same "
-                          "problem/solution/device replaces an earlier one's; different GPUs are ranked apart)")
+                     help="results files written by `gauntlet run --out`, `gauntlet eval --json` output or "
+                          "`gauntlet eval-many` lines (a later file's record of the same problem/solution/device "
+                          "replaces an earlier one's; different GPUs are ranked apart)")
     rep.add_argument("-o", "--out-dir", default="reports/out",
                      help="where leaderboard.md and leaderboard.html are written (default reports/out)")
+    rep.add_argument("--json", action="store_true", help="print one JSON object (the files written), no table")
     rep.set_defaults(func=cmd_report)
     return p
 
@@ -308,38 +311,60 @@ def _check_sandbox(mode: str) -> None:
 # --- commands --------------------------------------------------------------------------------------------------
 
 def cmd_list(args) -> int:
+    doc = _listing()
+    if args.json:
+        _emit_json(doc)
+    else:
+        _print_listing(doc)
+    if doc["broken"]:
+        print(f"gauntlet: {len(doc['broken'])} problem(s) could not be loaded", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _listing() -> dict:
+    """What `list` says, as data: backends per device, the search path, every problem with its solutions, and the
+    problems that could not be loaded (one broken problem.yaml is its author's error, said in its place; the rest
+    are still listed)."""
     devices = ["cpu"] + (["cuda"] if backends.cuda_available() else [])
-    print("backends on this machine:")
+    doc = {"schema": "gauntlet.list/1", "backends": {}, "problems": [], "broken": []}
     for b in discover.BACKENDS:
-        cells = []
+        doc["backends"][b] = {}
         for d in devices:
             ok, why = backends.status(b, d)
-            cells.append(f"{d}: {'yes' if ok else 'no (' + why + ')'}")
-        print(f"  {b:<7} " + "; ".join(cells))
-    print()
-    _print_search_path(discover.search_path())
-    located = discover.locate_problems()
-    broken = 0
-    for pid, where in located.items():
+            doc["backends"][b][d] = {"ok": bool(ok), "why": why or ""}
+    for pid, where in discover.locate_problems().items():
         try:
             problem = discover.get_problem(pid)
         except (ProblemError, UsageError, ValueError) as exc:
-            # One broken problem.yaml is its author's error, said in its place; the rest are still listed.
-            broken += 1
-            print(f"{pid}: cannot be loaded (the problem's error): {exc}")
+            doc["broken"].append({"id": pid, "folder": str(where.folder), "error": str(exc)})
             continue
-        print(f"{problem.id}: {problem.title}")
-        if not where.shipped:
-            print(f"  folder:    {where.folder}" + (f" (shadows the shipped {problem.id})" if where.shadows else ""))
-        print(f"  dtypes:    {', '.join(problem.dtypes)}")
-        print(f"  baselines: {', '.join(f'{k}={v}' for k, v in problem.baselines.items())}")
-        for s in discover.solutions_for(problem.id):
-            dt = f"  dtypes {','.join(s.dtypes)}" if s.dtypes else ""
-            print(f"  - {s.name:<22} {s.backend or '?':<7}{dt}")
-    if broken:
-        print(f"gauntlet: {broken} problem(s) could not be loaded (above)", file=sys.stderr)
-        return 2
-    return 0
+        doc["problems"].append({
+            "id": problem.id, "title": problem.title, "folder": str(where.folder), "shipped": bool(where.shipped),
+            "shadows": bool(where.shadows), "dtypes": list(problem.dtypes), "baselines": dict(problem.baselines),
+            "solutions": [{"name": s.name, "backend": s.backend, "dtypes": list(s.dtypes) if s.dtypes else None,
+                           "path": str(s.path)} for s in discover.solutions_for(problem.id)]})
+    return doc
+
+
+def _print_listing(doc: dict) -> None:
+    print("backends on this machine:")
+    for b, by_device in doc["backends"].items():
+        cells = [f"{d}: {'yes' if c['ok'] else 'no (' + c['why'] + ')'}" for d, c in by_device.items()]
+        print(f"  {b:<7} " + "; ".join(cells))
+    print()
+    _print_search_path(discover.search_path())
+    for broken in doc["broken"]:
+        print(f"{broken['id']}: cannot be loaded (the problem's error): {broken['error']}")
+    for p in doc["problems"]:
+        print(f"{p['id']}: {p['title']}")
+        if not p["shipped"]:
+            print(f"  folder:    {p['folder']}" + (f" (shadows the shipped {p['id']})" if p["shadows"] else ""))
+        print(f"  dtypes:    {', '.join(p['dtypes'])}")
+        print(f"  baselines: {', '.join(f'{k}={v}' for k, v in p['baselines'].items())}")
+        for sol in p["solutions"]:
+            dt = f"  dtypes {','.join(sol['dtypes'])}" if sol["dtypes"] else ""
+            print(f"  - {sol['name']:<22} {sol['backend'] or '?':<7}{dt}")
 
 
 def cmd_eval(args) -> int:
@@ -388,7 +413,8 @@ def cmd_eval_many(args) -> int:
             opts.peaks = _peaks(problem, opts.dtypes)          # once, before any candidate runs
         many.judge_all(problem, candidates, opts, lines,
                        lambda p, s, o: _evaluate_or_record(evaluate, p, s, o), run,
-                       progress=lambda i, n, what: _progress(i, n, problem.id, what))
+                       progress=lambda i, n, what: _progress(i, n, problem.id, what,
+                                                             {"t0": run.t0, "done": run.tally["judged"]}))
     except interrupt.Interrupted as stop:
         lines.write(run.summary(stopped=stop.name))
         print(f"gauntlet: eval-many stopped by {stop.name} after {run.tally['judged'] + run.tally['resumed']} of "
@@ -418,6 +444,7 @@ def cmd_run(args) -> int:
     failed = 0
     peaks_by_problem = {}
     tally = {"resumed": 0, "re-judged": 0, "new": 0}
+    clock = {"t0": time.monotonic(), "done": 0}     # for the rate and the time left on each progress line
     keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
     settled: set[str] = set()          # resumed or judged in this run, in the results file
     judging = None                     # the key being judged now (counted in tally, no record yet)
@@ -453,8 +480,9 @@ def cmd_run(args) -> int:
                 judging = None
             failed += record.verdict not in ("pass", "unsupported")
             codes = ",".join(sorted({r["code"] for r in record.reasons}))
+            clock["done"] += 1
             _progress(i + 1, len(plan), key, f"{record.verdict}{' (' + codes + ')' if codes else ''} "
-                                             f"in {time.monotonic() - t0:.1f}s")
+                                             f"in {time.monotonic() - t0:.1f}s", clock)
         print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, "
               f"new {tally['new']})", file=sys.stderr)
         results.complete()
@@ -497,10 +525,13 @@ def cmd_compare(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from reports.leaderboard import build, markdown_table
-    from harness.judge.results import load
+    from reports.leaderboard import build, markdown_table, read_run
     out = build(args.results, args.out_dir)
-    print(markdown_table([load(Path(p)) for p in args.results]))
+    if getattr(args, "json", False):               # `run --report` calls this with results and out_dir only
+        _emit_json({"schema": "gauntlet.report/1", "markdown": str(out["markdown"]), "html": str(out["html"]),
+                    "rows": out["rows"]})
+        return 0
+    print(markdown_table([read_run(Path(p)) for p in args.results]))
     print(f"\nwrote {out['markdown']} and {out['html']}", file=sys.stderr)
     return 0
 
@@ -604,10 +635,26 @@ def _env(device: str) -> dict:
     return environment(device)
 
 
-def _progress(i: int, n: int, key: str, what: str) -> None:
+def _progress(i: int, n: int, key: str, what: str, clock: dict | None = None) -> None:
+    """One line on stderr per step of a long command. With `clock` ({"t0": monotonic start, "done": how many
+    finished, set by the caller}), a finished step also says the rate and about how long is left, from the steps
+    judged so far (resumed ones cost nothing and are not counted)."""
     width = 24
     filled = int(width * i / n)
-    print(f"[{'#' * filled}{'.' * (width - filled)}] {i}/{n} {key}: {what}", file=sys.stderr, flush=True)
+    tail = ""
+    if clock and clock.get("done"):
+        elapsed = time.monotonic() - clock["t0"]
+        per = elapsed / clock["done"]
+        left = per * (n - i)
+        tail = f"  [{3600 / per:.0f}/h, about {_duration(left)} left]" if per > 0 and i < n else \
+            f"  [{3600 / per:.0f}/h]" if per > 0 else ""
+    print(f"[{'#' * filled}{'.' * (width - filled)}] {i}/{n} {key}: {what}{tail}", file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
 def _print_record(record) -> None:

@@ -81,8 +81,46 @@ def read_run(path: Path) -> dict:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON: {exc}") from exc
+        lines = _json_lines(text)
+        if lines is None:
+            raise ValueError(f"{path}: not JSON: {exc}") from exc
+        doc = _as_run(lines, str(path))
+    else:
+        if isinstance(doc, dict) and doc.get("schema") == EVAL_SCHEMA:
+            doc = _as_run([doc], str(path))
     return validate_run(doc, str(path))
+
+
+MANY_SCHEMA = "gauntlet.many/1"
+
+
+def _json_lines(text: str) -> list | None:
+    """The lines of `gauntlet eval-many` output, or None when the text is not JSON lines."""
+    try:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError:
+        return None
+
+
+def _as_run(docs: list, name: str) -> dict:
+    """`gauntlet eval --json` output (one record, with its environment and peaks) or eval-many lines (records, then
+    a summary that carries the environment), read as a results file: one leaderboard for every output."""
+    run = {"schema": RUN_SCHEMA, "environment": {}, "peaks": {}, "records": []}
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict) or doc.get("schema") not in (EVAL_SCHEMA, MANY_SCHEMA):
+            raise ValueError(f"{name}: line {i + 1} is not gauntlet output (schema {EVAL_SCHEMA!r} or {MANY_SCHEMA!r})")
+        if "summary" in doc:
+            run["environment"] = doc["summary"].get("environment") or run["environment"]
+            continue
+        if doc.get("verdict") == "usage_error":
+            raise ValueError(f"{name}: a usage error, not a judgement: {doc.get('error')}")
+        record = {k: v for k, v in doc.items() if k not in ("environment", "peaks")}
+        if doc.get("schema") == MANY_SCHEMA:
+            record.update(schema=EVAL_SCHEMA, solution=str(doc.get("id") or doc.get("solution")))
+        run["environment"] = doc.get("environment") or run["environment"]
+        run["peaks"] = doc.get("peaks") or run["peaks"]
+        run["records"].append(record)
+    return run
 
 
 def validate_run(doc, name: str) -> dict:

@@ -157,3 +157,17 @@ def test_one_broken_problem_does_not_stop_the_listing(tmp_path):
 def test_a_record_without_a_backend_says_so_in_words():
     code, out, _ = _cli("eval", "gemm", str(BAD / "syntax_error.py"), "--device", "cpu")
     assert code == 1 and "[no BACKEND]" in out and "[None]" not in out
+
+
+def test_list_json_is_one_object_and_names_the_broken_problem(tmp_path):
+    broken = tmp_path / "problems" / "broken_one"
+    broken.mkdir(parents=True)
+    (broken / "problem.yaml").write_text("title: broken\nbogus_key: 1\n")
+    (broken / "reference.py").write_text("def reference(a):\n    return a\n")
+    code, out, _ = _cli("list", "--problems", str(tmp_path / "problems"), "--json")
+    assert code == 2
+    doc = _one_json(out)
+    assert doc["schema"] == "gauntlet.list/1" and doc["backends"]["torch"]["cpu"]["ok"] is True
+    assert [b["id"] for b in doc["broken"]] == ["broken_one"]
+    gemm = next(p for p in doc["problems"] if p["id"] == "gemm")
+    assert gemm["shipped"] and "bfloat16" in gemm["dtypes"] and "torch_matmul" in [s["name"] for s in gemm["solutions"]]

@@ -5,6 +5,7 @@ import ast
 import copy
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +191,19 @@ def test_a_cpu_run_lists_verdicts_without_a_fake_ranking(tmp_path):
     md = build([_write(tmp_path, _doc(records, device="cpu"))], tmp_path / "out")["markdown"].read_text()
     rows = [line for line in md.splitlines() if line.startswith("| ") and "_tiled" in line]
     assert rows and all(line.split("|")[1].strip() == "—" for line in rows), rows
+
+
+def test_report_reads_eval_json_and_eval_many_lines_too(tmp_path):
+    """One leaderboard for every output: a real H100 `eval --json` record and real H100 eval-many lines
+    (tests/data), beside each other; --json says what was written."""
+    import subprocess
+    import sys
+    data = Path(__file__).parent / "data"
+    out = subprocess.run([sys.executable, "-m", "harness", "report", str(data / "h100_triton_tiled_1.json"),
+                          str(data / "h100_eval_many.jsonl"), "-o", str(tmp_path), "--json"],
+                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "gauntlet.report/1" and doc["rows"] == 5
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "NVIDIA H100 80GB HBM3" in md and "a_triton_tiled" in md and "c_zeros" in md and "mismatch" in md
