@@ -112,3 +112,27 @@ def _rescale(x: torch.Tensor, mode: str, rng: random.Random) -> None:
             picks = torch.randint(0, len(SPREAD_EXPONENTS), (x.shape[dim],), generator=g)
             factors = torch.exp2(torch.tensor(SPREAD_EXPONENTS, dtype=torch.float32)[picks]).to(x.device)
             x.mul_(factors.reshape([-1] + [1] * (x.dim() - 1 - dim)))
+
+
+# Exact-arithmetic operands (significant bits of A, of B, nonzero products per output): the sum of |products| stays
+# under 2**23, so every partial sum is exact in fp32. 20 and 18 bits are past bf16x3's 16 (and TF32's and fp16's
+# 11); 11 x 11 bits are exact in a bf16 hi/lo split but its dropped lo*lo product is not.
+EXACT_RECIPES = ((20, 1, 4), (18, 2, 4), (11, 11, 2))
+
+
+def exact_matmul_operands(lead, M, N, K, g, device):
+    """The operands of a problem's `make_exact_inputs` (gemm, gemm_layouts, bmm: one maker for every matmul-shaped
+    problem). float32 A (*lead, M, K) and B (*lead, K, N) whose every product and partial sum is exact in fp32: A
+    dense with integers below 2**bits, B with at most `terms` nonzero integers below 2**b_bits per column (at
+    random rows), then scaled by powers of two (rows of A, columns of B in 2**[-3, 3]), which keeps them exact."""
+    bits, b_bits, terms = EXACT_RECIPES[int(torch.randint(0, len(EXACT_RECIPES), (1,), generator=g,
+                                                           device=device))]
+    a = torch.randint(1 - 2**bits, 2**bits, (*lead, M, K), generator=g, device=device).float()
+    mag = torch.randint(1, 2**b_bits, (*lead, K, N), generator=g, device=device).float()
+    sign = torch.where(torch.rand(*lead, K, N, generator=g, device=device) < 0.5, -1.0, 1.0)
+    keys = torch.rand(*lead, K, N, generator=g, device=device)
+    rank = keys.argsort(dim=-2, stable=True).argsort(dim=-2, stable=True)
+    b = torch.where(rank < terms, mag * sign, 0.0)
+    row = torch.exp2(torch.randint(-3, 4, (*lead, M, 1), generator=g, device=device).float())
+    col = torch.exp2(torch.randint(-3, 4, (*lead, 1, N), generator=g, device=device).float())
+    return a * row * 2.0**-bits, b * col * 2.0**-b_bits
