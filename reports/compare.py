@@ -1,6 +1,7 @@
 """Did this change make a kernel slower or wrong? Two runs compared, for a CI log, a PR comment or a script.
 
-Inputs: results files (`gauntlet run`), `gauntlet eval --json` output, or `gauntlet eval-many` lines; records are
+Inputs: results files (`gauntlet run`), `gauntlet eval --json` output, or `gauntlet eval-many` lines (read by
+reports.leaderboard.read_run, as the leaderboard reads them); records are
 matched by problem, solution (or eval-many id) and device, then timings by dtype, shape and baseline.
 
 What is compared is each timing's speedup over its baseline, measured in the same run (the paired, drift-cancelling
@@ -17,13 +18,11 @@ Data in, text out: no torch. Details came from untrusted candidates: Markdown ce
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-RUN_SCHEMA = "gauntlet.run/1"          # mirrors of harness.judge.results (reading must not import the harness)
-EVAL_SCHEMA = "gauntlet.eval/1"
-MANY_SCHEMA = "gauntlet.many/1"
+from reports.leaderboard import read_run
+
 SCHEMA = "gauntlet.compare/1"
 Z95 = 1.959964
 
@@ -33,46 +32,23 @@ class CompareError(ValueError):
 
 
 def load(path: Path) -> tuple[dict, dict]:
-    """(environment, {key: record}) from a results file, an eval JSON object or eval-many lines."""
+    """(environment, {key: record}) from a results file, an eval JSON object or eval-many lines, read as the
+    leaderboard reads them (reports.leaderboard.read_run: eval-many records carry their id as the solution)."""
     path = Path(path)
+    if not path.is_file():
+        raise CompareError(f"{path}: cannot be read: no such file")
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CompareError(f"{path}: cannot be read: {exc}") from None
-    try:
-        docs = [json.loads(text)]
-    except json.JSONDecodeError:
-        try:
-            docs = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise CompareError(f"{path}: neither a JSON document nor JSON lines: {exc}") from None
-    env: dict = {}
-    records: dict = {}
-    for doc in docs:
-        if not isinstance(doc, dict):
-            raise CompareError(f"{path}: expected JSON objects")
-        schema = doc.get("schema")
-        if schema == RUN_SCHEMA:
-            env = doc.get("environment") or {}
-            for rec in doc.get("records") or []:
-                records[_key(rec)] = rec
-        elif schema == EVAL_SCHEMA and "verdict" in doc:
-            env = doc.get("environment") or env
-            records[_key(doc)] = doc
-        elif schema == MANY_SCHEMA:
-            if "summary" in doc:
-                env = doc["summary"].get("environment") or env
-            elif "verdict" in doc:
-                records[_key(doc, doc.get("id"))] = doc
-        else:
-            raise CompareError(f"{path}: schema {schema!r} is not one of {RUN_SCHEMA}, {EVAL_SCHEMA}, {MANY_SCHEMA}")
+        run = read_run(path)
+    except ValueError as exc:
+        raise CompareError(str(exc)) from None
+    records = {_key(rec): rec for rec in run["records"]}
     if not records:
         raise CompareError(f"{path}: holds no records")
-    return env, records
+    return run.get("environment") or {}, records
 
 
-def _key(rec: dict, name: str | None = None) -> str:
-    return f"{rec.get('problem')}/{name or rec.get('solution')}@{rec.get('device')}"
+def _key(rec: dict) -> str:
+    return f"{rec.get('problem')}/{rec.get('solution')}@{rec.get('device')}"
 
 
 def compare(base: tuple[dict, dict], new: tuple[dict, dict], threshold_pct: float = 5.0) -> dict:
