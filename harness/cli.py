@@ -14,11 +14,13 @@ from pathlib import Path
 
 from harness import backends, discover
 from harness.discover import UsageError
-from harness.judge import interrupt, stopped
+from harness.judge import bytecode, interrupt, stopped
 from harness.problem import ProblemError
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:                     # the `gauntlet` process itself (not a caller's, such as a test's)
+        bytecode.use_in_this_process()   # before torch is imported: harness.judge.bytecode says why
     argv = sys.argv[1:] if argv is None else list(argv)
     want_json = "--json" in argv
     _undumpable()
@@ -620,14 +622,14 @@ def _evaluate_or_record(evaluate, problem, solution, opts):
 
 
 def _peaks(problem, only=None) -> dict:
-    """Measured in this (trusted) process, before any candidate runs. `only`: the dtypes the user asked for (no
-    other is judged, so no other ceiling is needed: each costs about a second on an H100); None: every dtype."""
+    """Measured in this (trusted) process before any candidate runs, or read from the judge's cache of this card's
+    ceilings (harness.judge.peaks.cached_peaks). `only`: the dtypes the user asked for; None: every dtype."""
     import torch
 
-    from harness.judge.peaks import measure_peaks
+    from harness.judge.peaks import cached_peaks
     dtypes = {name: (spec.torch_dtype(), spec.tf32) for name, spec in problem.dtypes.items()
               if not only or name in only}
-    return measure_peaks(torch.device("cuda"), dtypes)
+    return cached_peaks(torch.device("cuda"), dtypes)
 
 
 def _env(device: str) -> dict:

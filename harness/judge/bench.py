@@ -42,8 +42,16 @@ from harness.reasons import Reason
 
 HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
 CALLS_PER_BATCH = 5
-MIN_ROUNDS, MAX_ROUNDS = 6, 40
-SPOTS = 2                   # spot-checked timed calls per shape (outputs judged against the oracle)
+MIN_ROUNDS, MAX_ROUNDS = 8, 40
+# Timing stops once every baseline's paired ratio is known to within this (the half-width of a t interval on the
+# rounds' log ratios, relative), or at MAX_ROUNDS / the shape's budget. On an H100 a round's log ratio varies by
+# about 0.65% (gemm, 4096^3 to 16384x7168x2048): about 8 to 10 rounds reach it, where 40 were always run before,
+# and the reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR) is computed as before.
+PRECISION = 0.005
+SPOTS = 2                   # at least this many spot-checked timed calls per shape (outputs judged against the oracle)
+# Each candidate batch is spot-checked with this chance (besides the SPOTS guaranteed): any batch may be, so no
+# count of spots seen tells the candidate that the rest of its timed calls go unchecked.
+SPOT_CHANCE = SPOTS / MIN_ROUNDS
 # A flush slower than this marks a baseline batch as disturbed. With an honest, stopped candidate an H100 showed slow
 # flushes of 0.17 to 0.58 ms (0.035 ms idle) in up to 3 of 9 batches: so the slack is 1 ms (a time slice given to
 # another context is longer), and a baseline is ruled disturbed only when at least QUIET_SHARE of its batches are.
@@ -140,16 +148,15 @@ class Schedule:
         calls = max(2, min(CALLS_PER_BATCH, int(200.0 / slowest)))
         round_ms = sum(calls * per_call[s] + 20.0 for s in sides)
         rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, int(budget_s * 1e3 / round_ms)))
-        spot_rounds = set(self.rng.sample(range(rounds), min(SPOTS, rounds)))
         self.hold_ms, self.calls = hold_ms, calls
         deadline = time.monotonic() + budget_s
         for r in range(rounds):
-            if r >= MIN_ROUNDS and time.monotonic() > deadline:
+            if r >= MIN_ROUNDS and (time.monotonic() > deadline or self.precise_enough(baselines)):
                 break          # the estimate above leaves out per-call overheads (profiler, refill): wall time rules
             order = list(sides)
             self.rng.shuffle(order)
             for label in order:
-                self._batch(label, r, calls, hold_ms, spot=(label == "candidate" and r in spot_rounds))
+                self._batch(label, r, calls, hold_ms, spot=(label == "candidate" and self.rng.random() < SPOT_CHANCE))
                 if self.reasons:
                     return
         # Rounds cut short by the deadline may have skipped a chosen spot round: the last candidate batch's outputs
@@ -158,6 +165,15 @@ class Schedule:
             taken = {index for index, _, _ in self.spots}
             index = self.rng.choice([i for i in range(calls) if i not in taken] or list(range(calls)))
             self.spots.append((index, *self._spot(index)))
+
+    def precise_enough(self, baselines: list[str]) -> bool:
+        """Whether every baseline's speedup is known to within PRECISION (scoring.round_ratio_halfwidth)."""
+        cand = {r["round"]: r["ms"] for r in self.samples.get("candidate", [])}
+        for label in baselines:
+            base = {r["round"]: r["ms"] for r in self.samples.get(label, [])}
+            if scoring.round_ratio_halfwidth(base, cand) > PRECISION:
+                return False
+        return True
 
     def _batch(self, label: str, r: int, calls: int, hold_ms: float, spot: bool) -> None:
         child, other = (self.cand, self.base) if label == "candidate" else (self.base, self.cand)

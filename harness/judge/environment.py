@@ -9,8 +9,10 @@ torch.matmul slowed in later baseline workers. The sandbox makes that write impo
 happened before (or by other hands). A modified package file is refused (`--sandbox require`) or recorded; the
 `.pth` digests are part of the fingerprint, so a new one re-judges resumed records.
 
-Only Python sources and `.pth` files are hashed (about 3100 files, 60 MB, 0.2 s on the CI machine); shared
-libraries are not. Measured once per process.
+Only Python sources and `.pth` files are hashed (about 3100 files, 60 MB, 0.2 s on the CI machine, 1 s on an H100
+runner); shared libraries are not. Measured once per process, and a file that matched its record is not hashed again
+while its size, inode, mtime and ctime stay as they were (the judge's cache, `verified.json`): no process of an
+ordinary user can set a file's ctime back, so a file written since is always hashed again.
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def _hash(path: Path, mode: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def _check_dist(name: str) -> tuple[int, list[str]]:
+def _check_dist(name: str, seen: dict) -> tuple[int, list[str]]:
+    """`seen`: path -> stat stamp of files that matched their record before (read and updated)."""
     try:
         dist = md.distribution(name)
     except md.PackageNotFoundError:
@@ -42,13 +45,49 @@ def _check_dist(name: str) -> tuple[int, list[str]]:
             continue
         path = Path(f.locate())
         try:
-            ok = _hash(path, f.hash.mode) == f.hash.value
+            stamp = _stamp(path, f.hash.value)
+            ok = seen.get(str(path)) == stamp or _hash(path, f.hash.mode) == f.hash.value
         except (OSError, ValueError):
-            ok = False
+            ok, stamp = False, None
         checked += 1
-        if not ok:
+        if ok:
+            seen[str(path)] = stamp
+        else:
+            seen.pop(str(path), None)
             modified.append(f"{name}: {f}")
     return checked, modified
+
+
+def _stamp(path: Path, expected: str) -> str:
+    st = path.stat()
+    return f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}:{expected}"
+
+
+def _cache_path() -> Path:
+    from harness.judge.bytecode import cache_root
+    return cache_root() / "verified.json"
+
+
+def _load_seen() -> dict:
+    import json
+    try:
+        doc = json.loads(_cache_path().read_text())
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_seen(seen: dict) -> None:
+    import json
+    import os
+    path = _cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".verified-{os.getpid()}.json")
+        tmp.write_text(json.dumps(seen))
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _site_dirs() -> list[str]:
@@ -73,9 +112,13 @@ def pth_files() -> dict[str, str]:
 def verify() -> dict:
     """{"verified": bool, "files_checked": n, "modified": [...], "pth": {path: digest}}."""
     checked, modified = 0, []
+    seen = _load_seen()
+    before = dict(seen)
     for name in PACKAGES:
-        n, bad = _check_dist(name)
+        n, bad = _check_dist(name, seen)
         checked += n
         modified += bad
+    if seen != before:
+        _save_seen(seen)
     return {"verified": not modified and checked > 0, "files_checked": checked, "modified": modified[:20],
             "pth": pth_files(), "python": sys.executable}

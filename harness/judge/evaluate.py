@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from harness import backends, protocol
-from harness.judge import (audit, check, conventions, environment, failures, fingerprint, fuzz, kernels, memory,
-                           replies, scoring, timed)
+from harness.judge import (audit, bytecode, check, conventions, environment, failures, fingerprint, fuzz, kernels,
+                           memory, replies, scoring, timed)
 from harness.judge.watchdog import TimeBudget
 from harness.protocol import digest
 from harness.discover import SolutionInfo
@@ -188,6 +188,7 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
     elif not dtypes:
         record.reasons.append(_nothing_judged(problem, solution, opts).to_json())
     else:
+        bytecode.warm()                 # once per interpreter and versions: workers then start from bytecode
         watched = audit.watched_paths(problem)
         tree = audit.source_tree_digest(watched)
         _judge_all(problem, solution, opts, record, dtypes)

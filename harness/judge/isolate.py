@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from harness import discover, protocol
+from harness.judge import bytecode
 from harness.judge.sandbox import Confinement
 from harness.judge.sandbox.limits import Limits
 from harness.judge.watchdog import Bounds, TimeBudget, Watchdog, tree
@@ -56,11 +57,7 @@ def adopted_orphans(known: set[int], since: int) -> list[int]:
     the candidate's escaped descendants. Zombies are reaped, not reported; older orphans belong to someone else
     (a run killed earlier in the same process, say)."""
     me, out = os.getpid(), []
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return []
-    for pid in pids:
+    for pid in _children(me):
         st = _stat(pid)
         if not st or st[1] != me or pid in known or st[3] == os.getsid(0):
             continue
@@ -72,6 +69,25 @@ def adopted_orphans(known: set[int], since: int) -> list[int]:
         elif st[4] >= since:
             out.append(pid)
     return out
+
+
+def _children(me: int) -> list[int]:
+    """Our children: from each of our threads' /proc children list (an orphan is re-parented to one of the
+    subreaper's threads), read in microseconds; where the kernel has no such list (CONFIG_PROC_CHILDREN), every
+    process in /proc, read in milliseconds (a scan per stop and continue of a worker: seconds per judgement)."""
+    try:
+        tasks = os.listdir(f"/proc/{me}/task")
+        pids: set[int] = set()
+        for tid in tasks:
+            with open(f"/proc/{me}/task/{tid}/children") as fh:
+                pids.update(int(p) for p in fh.read().split())
+        return sorted(pids)
+    except (OSError, ValueError):     # no such list, or a thread gone while we read: the full scan
+        pass
+    try:
+        return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
 
 
 MAX_FILE_BYTES = 1 << 30     # a candidate printing without end would otherwise fill the disk with its log
@@ -98,6 +114,12 @@ def _worker_env(home: str) -> dict:
     env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1",
                PYTHONNOUSERSITE="1", TRITON_CACHE_DIR=os.path.join(home, ".triton"))
     env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
+    return bytecode.worker_env(import_path(env))
+
+
+def import_path(env: dict) -> dict:
+    """`env` with an import path on which `harness` is this very package (a checkout's folder in front; an
+    installed package is on the interpreter's own path already)."""
     if not _on_site_path(discover.ROOT):
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(discover.ROOT), os.environ.get("PYTHONPATH", "")]))
     return env

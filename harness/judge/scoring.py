@@ -49,6 +49,24 @@ def paired_speedup_ci(base_rounds: dict, cand_rounds: dict, seed: int = 0, n: in
     return ratios[int(0.025 * n)] * (1 - SYSTEMATIC_FLOOR), ratios[int(0.975 * n) - 1] * (1 + SYSTEMATIC_FLOOR)
 
 
+# Two-sided 95% quantiles of Student's t by degrees of freedom (1..30; beyond, 1.96 is within 2%).
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def round_ratio_halfwidth(base_rounds: dict, cand_rounds: dict) -> float:
+    """Relative half-width of a 95% t interval on the mean of the paired rounds' log(median base / median cand):
+    the stopping rule's measure of how well the speedup is known (cheap enough to ask after every round, unlike the
+    bootstrap that reports the interval). Infinite with fewer than three paired rounds."""
+    rounds = sorted(set(base_rounds) & set(cand_rounds))
+    if len(rounds) < 3:
+        return math.inf
+    logs = [math.log(statistics.median(base_rounds[r]) / statistics.median(cand_rounds[r])) for r in rounds]
+    df = len(logs) - 1
+    t = _T975[df - 1] if df <= len(_T975) else 1.96
+    return math.expm1(t * statistics.stdev(logs) / math.sqrt(len(logs)))
+
+
 def geomean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None

@@ -172,14 +172,16 @@ def _physics(entry: dict, peaks: dict, remeasure=None) -> list[Reason]:
 def _remeasure(judge, spec):
     if judge.device != "cuda":
         return None
-    from harness.judge.peaks import measure_peaks
+    from harness.judge.peaks import measure_peaks, remember
 
     def again() -> dict:
         try:
-            return measure_peaks(torch.device("cuda"), {spec.name: (spec.torch_dtype(), spec.tf32)})
+            fresh = measure_peaks(torch.device("cuda"), {spec.name: (spec.torch_dtype(), spec.tf32)})
         except torch.OutOfMemoryError:     # no room beside the workers' sets: keep the figures measured at start
             torch.cuda.empty_cache()
             return {}
+        remember(torch.device("cuda"), fresh)
+        return fresh
     return again
 
 

@@ -1,0 +1,155 @@
+"""The judge's caches (harness.judge.bytecode, .peaks, .environment) and the cheap escape scan
+(harness.judge.isolate): each saves seconds per judgement, and none may let a stale or planted file count."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.judge import bytecode, environment, isolate, peaks
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAUNTLET_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GAUNTLET_PYCACHE", "always")      # this machine's packages have their bytecode: force it
+    bytecode._WARM.clear()
+    bytecode._needed.cache_clear()
+    yield tmp_path / "cache"
+    bytecode._WARM.clear()
+    bytecode._needed.cache_clear()
+
+
+def test_warm_fills_the_bytecode_cache_once_and_workers_are_pointed_at_it(cache):
+    assert bytecode.warm()
+    folder = bytecode.prefix()
+    assert folder is not None and folder.is_relative_to(cache)
+    compiled = list(folder.rglob("*.pyc"))
+    names = {p.name.split(".")[0] for p in compiled}
+    # What a worker imports before any candidate: torch, the profiler's lazy imports (torch._dynamo) and the harness.
+    assert {"worker", "timing", "guard"} <= names and any("_dynamo" in str(p) for p in compiled)
+    stamp = list(folder.glob("warm-*"))
+    assert len(stamp) == 1
+    bytecode._WARM.clear()
+    t0 = time.monotonic()
+    assert bytecode.warm()                        # the stamp is found: no second warming process
+    assert time.monotonic() - t0 < 2.0
+    env = isolate._worker_env(str(cache))
+    assert env["PYTHONPYCACHEPREFIX"] == str(folder)
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # a worker reads the cache; it never writes bytecode
+
+
+def test_the_cache_is_left_alone_where_the_packages_have_their_bytecode(cache, monkeypatch):
+    monkeypatch.setenv("GAUNTLET_PYCACHE", "")
+    bytecode._needed.cache_clear()
+    import importlib.util
+
+    import torch
+    has = os.path.exists(importlib.util.cache_from_source(torch.__file__))
+    assert (bytecode.prefix() is None) == has
+    monkeypatch.setenv("GAUNTLET_PYCACHE", "never")
+    bytecode._needed.cache_clear()
+    assert bytecode.prefix() is None and "PYTHONPYCACHEPREFIX" not in isolate._worker_env(str(cache))
+
+
+def test_a_worker_confined_by_landlock_cannot_write_the_bytecode_cache(cache):
+    from harness.judge.sandbox import Confinement, landlock
+    from harness.judge.sandbox.limits import Limits
+    if landlock.abi() < 1:
+        pytest.skip("no Landlock on this kernel")
+    folder = bytecode.prefix()
+    scratch = cache / "scratch"
+    scratch.mkdir()
+    conf = Confinement("require", str(scratch), Limits())
+    try:
+        out = subprocess.run([sys.executable, "-c", f"open({str(folder / 'planted.pyc')!r}, 'wb').write(b'x')"],
+                             preexec_fn=conf.preexec, capture_output=True, text=True, timeout=60)
+    finally:
+        conf.close()
+    assert out.returncode != 0 and "PermissionError" in out.stderr
+    assert not (folder / "planted.pyc").exists()
+
+
+def test_the_escape_scan_reads_our_children_and_agrees_with_a_full_scan():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        kids = isolate._children(os.getpid())
+        assert sleeper.pid in kids
+        full = [int(p) for p in os.listdir("/proc") if p.isdigit() and (isolate._stat(int(p)) or [0, 0])[1] == os.getpid()]
+        assert set(full) <= set(kids) | {p for p in full if not os.path.exists(f"/proc/{p}")}
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_double_forked_process_is_found_as_escaped():
+    isolate._become_subreaper()
+    since = isolate._stat(os.getpid())[4]
+    code = ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        time.sleep(30)\n"
+            "    os._exit(0)\n"
+            "os.wait()\n")
+    subprocess.run([sys.executable, "-c", code], timeout=30, start_new_session=True)
+    escaped = []
+    for _ in range(100):
+        escaped = isolate.adopted_orphans(set(), since)
+        if escaped:
+            break
+        time.sleep(0.02)
+    try:
+        assert len(escaped) == 1
+    finally:
+        for pid in escaped:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+
+
+def test_the_peaks_cache_keeps_the_best_figure_per_card(cache, monkeypatch):
+    monkeypatch.setattr(peaks, "_card_key", lambda device: "H100|GPU-1|driver 13000|torch x|cuda 13.0")
+    measured = []
+
+    def fake_measure(device, dtypes):
+        measured.append(sorted(dtypes))
+        return {**{name: {"tflops": 700.0} for name in dtypes}, "copy_gbps": 2900.0}
+    monkeypatch.setattr(peaks, "measure_peaks", fake_measure)
+    spec = {"bfloat16": ("bf16", False)}
+    assert peaks.cached_peaks("cuda", spec) == {"bfloat16": {"tflops": 700.0}, "copy_gbps": 2900.0}
+    assert peaks.cached_peaks("cuda", spec)["bfloat16"]["tflops"] == 700.0
+    assert measured == [["bfloat16"]]                       # measured once, then read
+    peaks.cached_peaks("cuda", {**spec, "float16": ("fp16", False)})
+    assert measured == [["bfloat16"], ["float16"]]          # only the dtype it lacked
+    peaks.remember("cuda", {"bfloat16": {"tflops": 790.0}, "copy_gbps": 2000.0})   # a re-measure, better and worse
+    got = peaks.cached_peaks("cuda", spec)
+    assert got["bfloat16"]["tflops"] == 790.0 and got["copy_gbps"] == 2900.0
+    monkeypatch.setattr(peaks, "_card_key", lambda device: "H200|GPU-2|driver 13000|torch x|cuda 13.0")
+    peaks.cached_peaks("cuda", spec)                        # another card: its own figures
+    assert measured[-1] == ["bfloat16"]
+
+
+def test_a_rewritten_file_is_hashed_again_even_with_its_mtime_put_back(tmp_path):
+    f = tmp_path / "mod.py"
+    f.write_text("x = 1\n")
+    stamp = environment._stamp(f, "digest")
+    st = f.stat()
+    time.sleep(0.01)
+    f.write_text("x = 2\n")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))         # what a planter would do: the old mtime back
+    assert f.stat().st_mtime_ns == st.st_mtime_ns
+    assert environment._stamp(f, "digest") != stamp          # ctime moved: the cache does not vouch for it
+
+
+def test_verify_uses_its_cache_and_still_verifies(cache, monkeypatch):
+    environment.verify.cache_clear()
+    first = environment.verify()
+    hashed = []
+    real = environment._hash
+    monkeypatch.setattr(environment, "_hash", lambda path, mode: hashed.append(path) or real(path, mode))
+    environment.verify.cache_clear()
+    second = environment.verify()
+    environment.verify.cache_clear()
+    assert second["verified"] == first["verified"] and second["files_checked"] == first["files_checked"]
+    assert len(hashed) < first["files_checked"] // 10
