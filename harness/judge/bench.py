@@ -43,15 +43,16 @@ from harness.reasons import Reason
 HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
 CALLS_PER_BATCH = 5
 MIN_ROUNDS, MAX_ROUNDS = 8, 40
-# Timing stops once every baseline's paired ratio is known to within this (the half-width of a t interval on the
-# rounds' log ratios, relative), or at MAX_ROUNDS / the shape's budget. On an H100 a round's log ratio varies by
-# about 0.65% (gemm, 4096^3 to 16384x7168x2048): about 8 to 10 rounds reach it, where 40 were always run before,
-# and the reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR) is computed as before.
-PRECISION = 0.005
+# Timing stops once every baseline's paired ratio is known to within this (the half-width of a robust interval on
+# the rounds' log ratios, relative: scoring.round_ratio_halfwidth), or at MAX_ROUNDS / the shape's budget; 40 rounds
+# were always run before. The reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR) is computed as
+# before, from the rounds run.
+PRECISION = 0.0075
 SPOTS = 2                   # at least this many spot-checked timed calls per shape (outputs judged against the oracle)
 # Each candidate batch is spot-checked with this chance (besides the SPOTS guaranteed): any batch may be, so no
 # count of spots seen tells the candidate that the rest of its timed calls go unchecked.
-SPOT_CHANCE = SPOTS / MIN_ROUNDS
+# One in 16 (an output check costs 0.3 s at 8192^2 on an H100: a chance per batch of 1 in 4 made 23 of them).
+SPOT_CHANCE = 1 / 16
 # A flush slower than this marks a baseline batch as disturbed. With an honest, stopped candidate an H100 showed slow
 # flushes of 0.17 to 0.58 ms (0.035 ms idle) in up to 3 of 9 batches: so the slack is 1 ms (a time slice given to
 # another context is longer), and a baseline is ruled disturbed only when at least QUIET_SHARE of its batches are.
