@@ -353,3 +353,27 @@ def test_every_string_from_a_result_is_escaped_in_the_page_and_its_charts(tmp_pa
 
 SVG_TAGS = {"svg", "metadata", "rdf:rdf", "cc:work", "dc:type", "dc:date", "dc:format", "dc:creator", "cc:agent",
             "dc:title", "defs", "style", "g", "path", "use", "text", "clippath", "rect", "polyline", "line", "tspan"}
+
+
+def test_report_compare_puts_the_comparison_in_both_pages(tmp_path, capsys):
+    """`gauntlet report BASE NEW --compare`: a planted 10% slowdown of a real H100 record is flagged in the page,
+    and --compare with anything but two files is the user's error."""
+    data = Path(__file__).parent / "data"
+    slow = json.loads((data / "h100_triton_tiled_2.json").read_text())
+    for timing in slow["timings"]:
+        for side in timing["baselines"].values():
+            side["speedup"] /= 1.10
+            side["ci95"] = [x / 1.10 for x in side["ci95"]]
+    new = _write(tmp_path, slow, "new.json")
+    code, out, err = _cli(capsys, "report", data / "h100_triton_tiled_1.json", new, "-o", tmp_path / "out",
+                          "--compare", "--json")
+    assert code == 0, err                              # a report, not a gate: `gauntlet compare` sets the status
+    assert json.loads(out)["regressions"] == 1
+    page = (tmp_path / "out" / "leaderboard.html").read_text()
+    section = page.split('<h2 id="comparison">')[1].split("<h2")[0]
+    assert "1 regression(s)" in section and 'class="num slower"' in section and "gemm/triton_tiled@cuda" in section
+    assert 'href="#comparison"' in page
+    assert "## Comparison" in (tmp_path / "out" / "leaderboard.md").read_text()
+    code, out, _ = _cli(capsys, "report", data / "h100_triton_tiled_1.json", "-o", tmp_path / "one", "--compare",
+                        "--json")
+    assert code == 2 and "exactly two" in json.loads(out)["error"] and not (tmp_path / "one").exists()
