@@ -116,6 +116,8 @@ def describe_peaks(peaks: dict) -> str:
             parts.append(f"{key} {number(value['tflops']):.1f} TFLOP/s")
         elif key.endswith("_gbps") and number(value) is not None:
             parts.append(f"{key.removesuffix('_gbps')} {number(value):.0f} GB/s")
+        elif isinstance(value, float):
+            parts.append(f"{key} not a number")
         else:
             parts.append(f"{key} {value}")
     return ", ".join(parts) or "not measured"
@@ -129,15 +131,16 @@ def ceilings(group: Group) -> dict:
     and bw_fraction its GB/s over the copy bandwidth (harness/judge/timed.py), so the ratio gives the ceiling back.
     """
     compute = {k: number(v.get("tflops")) for k, v in group.peaks.items() if isinstance(v, dict)}
-    compute = {k: v for k, v in compute.items() if v}
+    compute = {k: v for k, v in compute.items() if v and v > 0}
     copy_gbps = number(group.peaks.get("copy_gbps"))
+    copy_gbps = copy_gbps if copy_gbps and copy_gbps > 0 else None
     derived = False
     for record in group.records.values():
         for timing in record.get("timings", []):
             dtype, tflops, gbps = timing.get("dtype"), number(timing.get("tflops")), number(timing.get("gbps"))
             peak_fraction, bw_fraction = number(timing.get("peak_fraction")), number(timing.get("bw_fraction"))
-            if dtype not in compute and tflops and peak_fraction:
+            if dtype not in compute and tflops and peak_fraction and tflops / peak_fraction > 0:
                 compute[str(dtype)], derived = tflops / peak_fraction, True
-            if copy_gbps is None and gbps and bw_fraction:
+            if copy_gbps is None and gbps and bw_fraction and gbps / bw_fraction > 0:
                 copy_gbps, derived = gbps / bw_fraction, True
     return {"tflops": compute, "copy_gbps": copy_gbps, "derived": derived}

@@ -215,6 +215,8 @@ def speedup_data(records: list[dict], primaries: dict) -> dict:
             key = (timing.get("dtype"), format_shape(timing.get("shape")))
             row = keys.setdefault(key, len(keys))
             low, high = ci_bounds(base.get("ci95")) or (speed, speed)
+            if not 0 < low <= high:            # a malformed interval is left out, never drawn
+                low = high = speed
             points.append((row, speed, low, high))
         if points:
             series.append({"name": record["solution"], "points": points})
@@ -237,13 +239,13 @@ def roofline_data(records: list[dict], peaks: dict) -> dict:
         points = []
         for timing in record.get("timings", []):
             ai, tflops = intensity(timing), number(timing.get("tflops"))
-            if ai is None or not tflops:
+            if ai is None or not tflops or tflops <= 0:
                 continue
             points.append((ai, tflops))
             dtypes.add(timing.get("dtype"))
             for label, base in (timing.get("baselines") or {}).items():
                 base_tflops = number(base.get("tflops")) if isinstance(base, dict) else None
-                if base_tflops:
+                if base_tflops and base_tflops > 0:
                     baselines.setdefault(str(label), {}).setdefault((ai, str(timing.get("dtype"))), base_tflops)
         if points:
             series.append({"name": record["solution"], "points": points})

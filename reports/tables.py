@@ -35,7 +35,8 @@ class Table:
             return self
         keep = [i for i in range(len(self.headers)) if any(row[i] != DASH for row in self.rows)]
         where = {old: new for new, old in enumerate(keep)}
-        return replace(self, headers=[self.headers[i] for i in keep], rows=[[row[i] for i in keep] for row in self.rows],
+        return replace(self, headers=[self.headers[i] for i in keep],
+                       rows=[[row[i] for i in keep] for row in self.rows],
                        numeric=frozenset(where[i] for i in self.numeric if i in where),
                        verdict_col=where.get(self.verdict_col))
 
@@ -195,7 +196,7 @@ def intensity(timing: dict) -> float | None:
     """Arithmetic intensity in FLOP/byte: the record's TFLOP/s and GB/s are the problem's `flops` and `bytes`
     formulas over the same time, so their ratio is the formulas' ratio for this shape."""
     tflops, gbps = number(timing.get("tflops")), number(timing.get("gbps"))
-    return 1e3 * tflops / gbps if tflops and gbps else None
+    return 1e3 * tflops / gbps if tflops and gbps and tflops > 0 and gbps > 0 else None
 
 
 def format_peak(timing: dict) -> str:

@@ -337,7 +337,8 @@ def test_every_string_from_a_result_is_escaped_in_the_page_and_its_charts(tmp_pa
         timing["source"] = f"src{evil}"
     broken = _record(f"gemm{evil}", f"broken{evil}", verdict="fail",
                      reasons=[{"code": f"mismatch{evil}", "detail": evil, "repro": f"gauntlet eval {evil}"}])
-    odd = _record(f"gemm{evil}", f"gone{evil}", verdict="unsupported", reasons=[{"code": "unsupported", "detail": evil}])
+    odd = _record(f"gemm{evil}", f"gone{evil}", verdict="unsupported",
+                  reasons=[{"code": "unsupported", "detail": evil}])
     doc = _doc([fast, broken, odd], gpu=f"H100{evil}")
     doc["environment"]["host"] = evil
     text, page = _page(tmp_path, doc)
@@ -377,3 +378,17 @@ def test_report_compare_puts_the_comparison_in_both_pages(tmp_path, capsys):
     code, out, _ = _cli(capsys, "report", data / "h100_triton_tiled_1.json", "-o", tmp_path / "one", "--compare",
                         "--json")
     assert code == 2 and "exactly two" in json.loads(out)["error"] and not (tmp_path / "one").exists()
+
+
+def test_odd_numbers_from_older_or_damaged_files_still_render(tmp_path):
+    """NaN, nulls, a zero or negative figure, an interval that is no interval, a shape as a bare list: the page and
+    its charts leave out what cannot be drawn and render the rest."""
+    record = _record("gemm", "odd", speedups=(1.3, 0.8))
+    first, second = record["timings"]
+    first["baselines"]["cublas"].update(speedup=float("nan"), ci95=[None, 2.0])
+    second["baselines"]["cublas"]["ci95"] = [0.0, -1.0]
+    second.update(shape=[128, 14336, 4096], gbps=0.0, tflops=-5.0)
+    doc = _doc([record, _record("gemm", "fine", speedups=(1.1, 1.0))])
+    doc["peaks"] = {"bfloat16": {"tflops": -1.0}, "copy_gbps": float("nan")}
+    text, page = _page(tmp_path, doc)
+    assert len(page.having("figure")) == 2 and "128x14336x4096" in text and "nan" not in text.lower()
