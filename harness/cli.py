@@ -187,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="with exactly two files, BASE then NEW: both pages also carry `gauntlet compare BASE NEW`'s "
                           "table (the leaderboard shows NEW over BASE; the exit status stays 0: use `gauntlet "
                           "compare` to gate CI)")
-    rep.add_argument("--fail-on", type=float, default=5.0, metavar="PCT",
+    rep.add_argument("--fail-on", type=float, default=None, metavar="PCT",
                      help="with --compare: the slowdown, in percent, beyond which a real one is flagged (default 5)")
     rep.set_defaults(func=cmd_report)
     return p
@@ -535,7 +535,10 @@ def cmd_report(args) -> int:
     compare = getattr(args, "compare", False)      # `run --report` calls this with results and out_dir only
     if compare and len(args.results) != 2:
         raise UsageError(f"--compare takes exactly two results files, BASE then NEW; got {len(args.results)}")
-    fail_on = getattr(args, "fail_on", 5.0)
+    fail_on = getattr(args, "fail_on", None)
+    if fail_on is not None and not compare:
+        raise UsageError("--fail-on is a threshold of --compare: give both, or neither")
+    fail_on = 5.0 if fail_on is None else fail_on
     if not 0 <= fail_on < 1000:
         raise UsageError(f"--fail-on must be a percentage in [0, 1000), got {fail_on}")
     out = build(args.results, args.out_dir, compare=compare, fail_on=fail_on)

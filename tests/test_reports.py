@@ -378,6 +378,9 @@ def test_report_compare_puts_the_comparison_in_both_pages(tmp_path, capsys):
     code, out, _ = _cli(capsys, "report", data / "h100_triton_tiled_1.json", "-o", tmp_path / "one", "--compare",
                         "--json")
     assert code == 2 and "exactly two" in json.loads(out)["error"] and not (tmp_path / "one").exists()
+    code, out, _ = _cli(capsys, "report", data / "h100_triton_tiled_1.json", "-o", tmp_path / "one", "--fail-on", "3",
+                        "--json")
+    assert code == 2 and "--fail-on" in json.loads(out)["error"] and not (tmp_path / "one").exists()
 
 
 def test_odd_numbers_from_older_or_damaged_files_still_render(tmp_path):
