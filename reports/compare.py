@@ -1,7 +1,7 @@
 """Did this change make a kernel slower or wrong? Two runs compared, for a CI log, a PR comment or a script.
 
 Inputs: results files (`gauntlet run`), `gauntlet eval --json` output, or `gauntlet eval-many` lines (read by
-reports.leaderboard.read_run, as the leaderboard reads them); records are
+reports.load.read_run, as the leaderboard reads them); records are
 matched by problem, solution (or eval-many id) and device, then timings by dtype, shape and baseline.
 
 What is compared is each timing's speedup over its baseline, measured in the same run (the paired, drift-cancelling
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from reports.leaderboard import read_run
+from reports.load import read_run
 
 SCHEMA = "gauntlet.compare/1"
 Z95 = 1.959964
@@ -33,7 +33,7 @@ class CompareError(ValueError):
 
 def load(path: Path) -> tuple[dict, dict]:
     """(environment, {key: record}) from a results file, an eval JSON object or eval-many lines, read as the
-    leaderboard reads them (reports.leaderboard.read_run: eval-many records carry their id as the solution)."""
+    leaderboard reads them (reports.load.read_run: eval-many records carry their id as the solution)."""
     path = Path(path)
     if not path.is_file():
         raise CompareError(f"{path}: cannot be read: no such file")
@@ -41,9 +41,14 @@ def load(path: Path) -> tuple[dict, dict]:
         run = read_run(path)
     except ValueError as exc:
         raise CompareError(str(exc)) from None
+    return records_of(str(path), run)
+
+
+def records_of(name: str, run: dict) -> tuple[dict, dict]:
+    """(environment, {key: record}) from an already-read run document (`gauntlet report --compare` has one)."""
     records = {_key(rec): rec for rec in run["records"]}
     if not records:
-        raise CompareError(f"{path}: holds no records")
+        raise CompareError(f"{name}: holds no records")
     return run.get("environment") or {}, records
 
 

@@ -176,6 +176,7 @@ def test_the_wheel_holds_every_harness_file_and_the_shipped_problems(wheel):
     expected = {str(p.relative_to(CHECKOUT)) for pkg in ("harness", "reports") for p in (CHECKOUT / pkg).rglob("*.py")
                 if "__pycache__" not in p.parts}
     expected |= {str(p.relative_to(CHECKOUT)) for p in (CHECKOUT / "harness" / "schemas").glob("*.json")}
+    expected |= {str(p.relative_to(CHECKOUT)) for p in (CHECKOUT / "reports" / "templates").iterdir()}
     mapped = {"problems": "gauntlet_problems", "solutions": "gauntlet_solutions"}
     for folder, target in mapped.items():
         expected |= {f"{target}/{p.relative_to(CHECKOUT / folder)}" for p in (CHECKOUT / folder).glob("*/*")
@@ -194,6 +195,13 @@ def test_installed_gauntlet_works_in_a_project_outside_the_checkout(fresh_venv, 
 
     code, out = _run([bin_ / "gauntlet", "list"], project, env)
     assert code == 0, out
+    # The leaderboard page's template and stylesheet load from the installed package (package data), not the
+    # checkout; in Python rather than `gauntlet report`, to spare a process that imports torch.
+    code, said = _run([bin_ / "python", "-c", "import sys, reports.page as p; from reports.leaderboard import build; "
+                       "print(p.__file__, build(sys.argv[1:2], sys.argv[2])['html'])",
+                       CHECKOUT / "tests/data/h100_triton_tiled_1.json", tmp_path / "board"], project, env)
+    assert code == 0 and any(line.startswith(str(fresh_venv)) for line in said.splitlines() if "page.py" in line), said
+    assert "<table class=\"grid\">" in (tmp_path / "board" / "leaderboard.html").read_text()
     assert "\ngemm: " in out and "\nbmm: " in out                        # shipped, from package data
     assert "\nscale_add: " in out and str(project / "kernels/problems/scale_add") in out
     assert _listed_solutions(out, "scale_add") == ["fused", "wrong_sign"]      # _eager is a baseline only

@@ -5,6 +5,7 @@ import ast
 import copy
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -72,11 +73,18 @@ def _write(tmp_path, doc, name="run.json"):
     return path
 
 
+def _table(md: str, title_part: str) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows of cells) of the leaderboard table whose heading contains title_part."""
+    section = md.split(title_part, 1)[1].split("\n### ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    cells = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in lines]
+    return cells[0], cells[2:]
+
+
 def _board(md: str, title_part: str) -> list[str]:
     """Solution names, in order, of the leaderboard table whose heading contains title_part."""
-    section = md.split(title_part, 1)[1].split("\n### ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| #")]
-    return [line.split("|")[2].strip() for line in rows if not set(line) <= set("|-: ")]
+    headers, rows = _table(md, title_part)
+    return [row[headers.index("solution")] for row in rows]
 
 
 def test_files_written(tmp_path, gpu_doc):
@@ -86,9 +94,12 @@ def test_files_written(tmp_path, gpu_doc):
     assert result["rows"] == 7
     md = result["markdown"].read_text()
     assert "NVIDIA H100 80GB HBM3" in md and "commit 0123456789ab-dirty" in md and "bfloat16 790.1 TFLOP/s" in md
-    assert "4096x4096x4096" in md and "1.60× [1.58, 1.62]" in md
+    assert "M=4096 N=4096 K=4096" in md and "1.60× [1.58, 1.62]" in md
     page = result["html"].read_text()
-    assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "http" not in page.split("<body>")[1]
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page
+    # Self-contained: every link and reference is to an anchor of the page itself (the inline SVG's <use> too).
+    targets = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page.split("<body>")[1])
+    assert targets and all(t.startswith("#") for t in targets), [t for t in targets if not t.startswith("#")]
 
 
 def test_rows_ranked_by_speedup(tmp_path, gpu_doc):
@@ -156,8 +167,9 @@ def test_groups_by_machine_and_later_file_replaces(tmp_path, gpu_doc):
     md = build(paths, tmp_path / "out")["markdown"].read_text()
     assert _board(md, "NVIDIA H100 80GB HBM3 — gemm · bfloat16")[0] == "slow_tiled"   # replaced by b.json
     assert _board(md, "CPU — gemm · bfloat16") == ["slow_tiled", "cupy_raw"]
-    cpu_row = next(line for line in md.split("CPU — gemm")[1].splitlines() if "| slow_tiled |" in line)
-    assert "30 ex / 90 calls" in cpu_row and cpu_row.count("—") >= 4                  # no speed on CPU
+    headers, rows = _table(md, "CPU — gemm · bfloat16")
+    assert headers == ["solution", "backend", "verdict", "cases", "judged in"]      # no speed on CPU: no such columns
+    assert rows[0] == ["slow_tiled", "triton", "pass", "30 ex / 90 calls", "1.0 s"]
     assert "peaks: not measured" in md
 
 
@@ -166,10 +178,11 @@ def test_constants_match_harness_and_reports_import_no_torch():
     from harness.judge.results import EVAL_SCHEMA, RUN_SCHEMA
     mirrored = (leaderboard.RUN_SCHEMA, leaderboard.EVAL_SCHEMA, leaderboard.VERDICTS)
     assert mirrored == (RUN_SCHEMA, EVAL_SCHEMA, VERDICTS)
-    tree = ast.parse(open(leaderboard.__file__).read())
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert not imported & {"torch", "harness", "triton", "cupy"}, imported
+    for path in Path(leaderboard.__file__).parent.glob("*.py"):       # every module of the reports package
+        tree = ast.parse(path.read_text())
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not imported & {"torch", "harness", "triton", "cupy"}, (path.name, imported)
 
 
 def test_records_judged_under_other_settings_are_flagged(tmp_path):
@@ -189,21 +202,196 @@ def test_records_judged_under_other_settings_are_flagged(tmp_path):
 def test_a_cpu_run_lists_verdicts_without_a_fake_ranking(tmp_path):
     records = [_record("gemm", name, device="cpu") for name in ("b_tiled", "a_tiled")]
     md = build([_write(tmp_path, _doc(records, device="cpu"))], tmp_path / "out")["markdown"].read_text()
-    rows = [line for line in md.splitlines() if line.startswith("| ") and "_tiled" in line]
-    assert rows and all(line.split("|")[1].strip() == "—" for line in rows), rows
+    headers, rows = _table(md, "CPU — gemm · bfloat16")
+    assert "#" not in headers and [row[0] for row in rows] == ["a_tiled", "b_tiled"], (headers, rows)
 
 
-def test_report_reads_eval_json_and_eval_many_lines_too(tmp_path):
+def _cli(capsys, *argv) -> tuple[int, str, str]:
+    """`gauntlet ...` in this process (as tests/test_searchpath.py does): a subprocess would spend seconds
+    importing torch for a command that reads JSON."""
+    from harness import cli
+    code = cli.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_report_reads_eval_json_and_eval_many_lines_too(tmp_path, capsys):
     """One leaderboard for every output: a real H100 `eval --json` record and real H100 eval-many lines
     (tests/data), beside each other; --json says what was written."""
-    import subprocess
-    import sys
     data = Path(__file__).parent / "data"
-    out = subprocess.run([sys.executable, "-m", "harness", "report", str(data / "h100_triton_tiled_1.json"),
-                          str(data / "h100_eval_many.jsonl"), "-o", str(tmp_path), "--json"],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
+    code, out, err = _cli(capsys, "report", data / "h100_triton_tiled_1.json", data / "h100_eval_many.jsonl",
+                          "-o", tmp_path, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
     assert doc["schema"] == "gauntlet.report/1" and doc["rows"] == 5
     md = (tmp_path / "leaderboard.md").read_text()
     assert "NVIDIA H100 80GB HBM3" in md and "a_triton_tiled" in md and "c_zeros" in md and "mismatch" in md
+
+
+# ------------------------------------------------------------------------------------------------- the page
+
+class _Page(HTMLParser):
+    """The page's elements as (tag, attributes, ancestors' tags) and its text, by the standard library's parser."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.elements, self.stack, self.text = [], [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs), tuple(self.stack)))
+        if tag not in ("meta", "br", "input", "link", "img", "path", "use", "stop") and not tag.endswith("/"):
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs), tuple(self.stack)))
+
+    def handle_endtag(self, tag):
+        if tag in self.stack:
+            while self.stack.pop() != tag:
+                pass
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def having(self, tag, cls=None) -> list[dict]:
+        return [a for t, a, _ in self.elements if t == tag and (cls is None or cls in (a.get("class") or "").split())]
+
+
+def _page(tmp_path, doc) -> tuple[str, _Page]:
+    text = build([_write(tmp_path, doc)], tmp_path / "out")["html"].read_text()
+    return text, _Page(text)
+
+
+def test_page_has_a_grid_a_contents_and_links_that_land(tmp_path, gpu_doc):
+    text, page = _page(tmp_path, gpu_doc)
+    assert len(page.having("table", "grid")) == 1 and page.having("nav", "toc")
+    cells = page.having("td", "cell")
+    verdicts = sorted(c["class"].split()[1] for c in cells)
+    assert verdicts == ["v-error", "v-fail", "v-pass", "v-pass", "v-pass", "v-pass"]     # unsupported left out
+    assert "1.39×" in text                                       # fast_tiled's geomean (1.6 x 1.2) ** 0.5 in its cell
+    ids = {a["id"] for _, a, _ in page.elements if "id" in a}
+    links = [a["href"] for _, a, _ in page.elements if a.get("href", "").startswith("#")]
+    assert links and all(link[1:] in ids for link in links), sorted(set(links) - {f"#{i}" for i in ids})
+    # A cell links to its solution's row (a pass) or to its reasons (a failure).
+    fail_cell = next(c for c in cells if "v-fail" in c["class"])
+    assert "broken" in fail_cell["title"] and "mismatch" in fail_cell["title"]
+
+
+def test_problems_with_failures_come_first_and_unsupported_is_collapsed(tmp_path):
+    doc = _doc([_record("attention", "fine", speedups=(1.1, 1.2)),
+                _record("zzz_gemm", "ok", speedups=(1.0, 1.0)),
+                _record("zzz_gemm", "bad", verdict="timeout", reasons=[{"code": "timeout", "detail": "slow"}]),
+                _record("zzz_gemm", "cupy_raw", verdict="unsupported", backend="cupy",
+                        reasons=[{"code": "unsupported", "detail": "cupy is not installed"}])])
+    text, page = _page(tmp_path, doc)
+    assert text.index(">zzz_gemm<") < text.index(">attention<")                          # failing first: contents
+    assert text.split('id="g0-p0"')[1].startswith(">\n<h3>zzz_gemm")                      # and sections
+    rows = [line for line in text.split('<table class="grid">')[1].split("</table>")[0].split("<tr>")[2:]]
+    assert "zzz_gemm" in rows[0] and "attention" in rows[1] and "1 " not in rows[1]
+    details = text.split('<details class="unsupported">')[1].split("</details>")[0]
+    assert "cupy_raw" in details and "cupy is not installed" in details
+    boards = [t for t in text.split('<table class="board">')[1:]]
+    assert not any("cupy_raw" in t.split("</table>")[0] for t in boards)           # not among the ranked rows
+    assert "cupy_raw" not in text.split('<h4>Why they failed</h4>')[1].split("<details")[0]
+
+
+def test_each_timed_problem_has_its_charts_and_shapes_with_dimension_names(tmp_path, gpu_doc):
+    text, page = _page(tmp_path, gpu_doc)
+    figures = page.having("figure")
+    kinds = sorted(f["class"] for f in figures)
+    assert kinds == ["chart chart-roofline", "chart chart-roofline", "chart chart-speedup", "chart chart-speedup"]
+    svgs = [(a, anc) for t, a, anc in page.elements if t == "svg"]
+    assert len(svgs) == 4 and all("figure" in anc for _, anc in svgs)
+    assert '<span class="shape"' in text and "M=128 N=14336 K=4096" in text
+    # The roofline's ceilings are the run's measured peaks: 790.1 TFLOP/s bf16, 3000 GB/s copy.
+    roofline = text.split('chart-roofline')[1].split("</figure>")[0]
+    assert "bfloat16 peak 790 TFLOP/s" in roofline and "copy 3000 GB/s" in roofline
+    ids = [a["id"] for t, a, _ in page.elements if "id" in a and t not in ("section", "tr", "div", "h2", "ol")]
+    assert len(ids) == len(set(ids)), "two inline charts share an id"
+
+
+def test_a_cpu_page_shows_what_the_cpu_can_show(tmp_path):
+    records = [_record("gemm", "a_tiled", device="cpu"), _record("gemm", "b_bad", device="cpu", verdict="fail",
+                                                                 reasons=[{"code": "mismatch", "detail": "off"}])]
+    text, page = _page(tmp_path, _doc(records, gpu=None, device="cpu"))
+    board = text.split('<table class="board">')[1].split("</table>")[0]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", board)
+    assert headers == ["solution", "backend", "verdict", "cases", "judged in"]
+    assert "—" not in board and "30 ex / 90 calls" in board and "1.0 s" in board
+    cells = [c for c in page.having("td", "cell")]
+    assert sorted(c["class"] for c in cells) == ["cell v-fail", "cell v-pass"]
+    assert not page.having("figure") and "Not timed on this machine" in text
+
+
+HOSTILE = ['<script>alert(1)</script>', '"><img src=x onerror=alert(1)>', "--><script>alert(2)</script><!--",
+           "a$\\frac{1}$b"]
+
+
+def test_every_string_from_a_result_is_escaped_in_the_page_and_its_charts(tmp_path):
+    """Names, backends, reasons, repro lines, sources and dtypes all come from results (and so, in part, from
+    candidates): the page must show them as text, in tables, the grid's titles and the charts' SVG alike."""
+    evil = " ".join(HOSTILE)
+    fast = _record(f"gemm{evil}", f"fast{evil}", speedups=(1.6, 1.2), backend=f"triton{evil}", base=f"cublas{evil}")
+    for timing in fast["timings"]:
+        timing["source"] = f"src{evil}"
+    broken = _record(f"gemm{evil}", f"broken{evil}", verdict="fail",
+                     reasons=[{"code": f"mismatch{evil}", "detail": evil, "repro": f"gauntlet eval {evil}"}])
+    odd = _record(f"gemm{evil}", f"gone{evil}", verdict="unsupported",
+                  reasons=[{"code": "unsupported", "detail": evil}])
+    doc = _doc([fast, broken, odd], gpu=f"H100{evil}")
+    doc["environment"]["host"] = evil
+    text, page = _page(tmp_path, doc)
+    assert "<script" not in text.lower() and "<img" not in text.lower() and '"><img' not in text
+    assert {t for t, _, _ in page.elements} <= {"html", "head", "meta", "title", "style", "body", "nav", "p", "ol",
+                                               "li", "a", "main", "h1", "h2", "h3", "h4", "table", "thead", "tbody",
+                                               "tr", "th", "td", "span", "section", "div", "figure", "figcaption",
+                                               "details", "summary", "ul", "strong", "pre", "br", "em"} | SVG_TAGS
+    assert not [a for _, a, _ in page.elements if any(k.startswith("on") for k in a)]
+    assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 10
+    assert len(page.having("figure")) == 2                                # the charts drew the names, as text
+
+
+SVG_TAGS = {"svg", "metadata", "rdf:rdf", "cc:work", "dc:type", "dc:date", "dc:format", "dc:creator", "cc:agent",
+            "dc:title", "defs", "style", "g", "path", "use", "text", "clippath", "rect", "polyline", "line", "tspan"}
+
+
+def test_report_compare_puts_the_comparison_in_both_pages(tmp_path, capsys):
+    """`gauntlet report BASE NEW --compare`: a planted 10% slowdown of a real H100 record is flagged in the page,
+    and --compare with anything but two files is the user's error."""
+    data = Path(__file__).parent / "data"
+    slow = json.loads((data / "h100_triton_tiled_2.json").read_text())
+    for timing in slow["timings"]:
+        for side in timing["baselines"].values():
+            side["speedup"] /= 1.10
+            side["ci95"] = [x / 1.10 for x in side["ci95"]]
+    new = _write(tmp_path, slow, "new.json")
+    code, out, err = _cli(capsys, "report", data / "h100_triton_tiled_1.json", new, "-o", tmp_path / "out",
+                          "--compare", "--json")
+    assert code == 0, err                              # a report, not a gate: `gauntlet compare` sets the status
+    assert json.loads(out)["regressions"] == 1
+    page = (tmp_path / "out" / "leaderboard.html").read_text()
+    section = page.split('<h2 id="comparison">')[1].split("<h2")[0]
+    assert "1 regression(s)" in section and 'class="num slower"' in section and "gemm/triton_tiled@cuda" in section
+    assert 'href="#comparison"' in page
+    assert "## Comparison" in (tmp_path / "out" / "leaderboard.md").read_text()
+    code, out, _ = _cli(capsys, "report", data / "h100_triton_tiled_1.json", "-o", tmp_path / "one", "--compare",
+                        "--json")
+    assert code == 2 and "exactly two" in json.loads(out)["error"] and not (tmp_path / "one").exists()
+    code, out, _ = _cli(capsys, "report", data / "h100_triton_tiled_1.json", "-o", tmp_path / "one", "--fail-on", "3",
+                        "--json")
+    assert code == 2 and "--fail-on" in json.loads(out)["error"] and not (tmp_path / "one").exists()
+
+
+def test_odd_numbers_from_older_or_damaged_files_still_render(tmp_path):
+    """NaN, nulls, a zero or negative figure, an interval that is no interval, a shape as a bare list: the page and
+    its charts leave out what cannot be drawn and render the rest."""
+    record = _record("gemm", "odd", speedups=(1.3, 0.8))
+    first, second = record["timings"]
+    first["baselines"]["cublas"].update(speedup=float("nan"), ci95=[None, 2.0])
+    second["baselines"]["cublas"]["ci95"] = [0.0, -1.0]
+    second.update(shape=[128, 14336, 4096], gbps=0.0, tflops=-5.0)
+    doc = _doc([record, _record("gemm", "fine", speedups=(1.1, 1.0))])
+    doc["peaks"] = {"bfloat16": {"tflops": -1.0}, "copy_gbps": float("nan")}
+    text, page = _page(tmp_path, doc)
+    assert len(page.having("figure")) == 2 and "128x14336x4096" in text and "nan" not in text.lower()
