@@ -119,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("file", help="a solution file path, or the name of a shipped solution")
     _common(ev)
     _search(ev)
+    _formats(ev)
     ev.add_argument("--case", help="replay one case, as printed in a failure's repro line")
     ev.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     ev.set_defaults(func=cmd_eval)
@@ -131,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                            "{\"id\": ..., \"source\": ...} per line), or - (the same lines, or paths, on stdin)")
     _common(many)
     _search(many)
+    _formats(many)
     many.add_argument("--out", help="also append the lines to this file; candidates already judged there with the "
                                     "same fingerprint are not judged again")
     many.add_argument("--screen", action="store_true",
@@ -193,6 +195,18 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --compare: the slowdown, in percent, beyond which a real one is flagged (default 5)")
     rep.set_defaults(func=cmd_report)
     return p
+
+
+def _formats(p: argparse.ArgumentParser) -> None:
+    """--format and --backend: how a file of the field's other formats is read (harness.formats; README, "Other
+    formats")."""
+    from harness import formats
+    p.add_argument("--format", choices=("auto",) + formats.FORMATS, default="auto",
+                   help="the candidate file's format: native (BACKEND + solve), kernelbench (class ModelNew), "
+                        "gpumode (custom_kernel(data)); default auto: found from the names the file defines")
+    p.add_argument("--backend", choices=discover.BACKENDS,
+                   help="the backend of a KernelBench or GPU MODE file (default: detected from what it uses, "
+                        "else a BACKEND line in it); a native file declares its own")
 
 
 def _search(p: argparse.ArgumentParser) -> None:
@@ -276,6 +290,19 @@ def _options(args, device: str):
                    seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
                    case_timeout_s=args.timeout, max_shapes=args.max_shapes,
                    max_edges=CPU_RUN_EDGES if smoke else None, sandbox=args.sandbox, time_limit_s=args.time_limit)
+
+
+def _check_format(problem, solution, backend) -> None:
+    """The user's pairing, refused before anything runs: a KernelBench file on a problem without a KernelBench
+    mapping, or --backend for a native file (which declares its own). What is wrong with the file itself is the
+    candidate's, a verdict (import_error)."""
+    from harness import formats
+    unmatched = formats.problem_support(problem, solution.format)
+    if unmatched and not solution.error:
+        raise UsageError(f"{solution.path}: {unmatched}")
+    if backend and solution.format == "native" and solution.backend != backend:
+        raise UsageError(f"--backend {backend} is for KernelBench and GPU MODE files; {solution.path} is a native "
+                         f"solution, which declares BACKEND = {solution.backend!r}")
 
 
 def _check_dtypes(dtypes, problems) -> None:
@@ -379,7 +406,8 @@ def cmd_eval(args) -> int:
     from harness.judge.evaluate import evaluate
     device = _device(args)
     problem = discover.get_problem(args.problem)
-    solution = discover.get_solution(problem.id, args.file)
+    solution = discover.get_solution(problem.id, args.file, fmt=args.format, backend=args.backend)
+    _check_format(problem, solution, args.backend)
     opts = _options(args, device)
     _check_dtypes(opts.dtypes, [problem])
     if opts.case:
@@ -420,7 +448,8 @@ def cmd_eval_many(args) -> int:
         if device == "cuda" and opts.timing:
             opts.peaks = _peaks(problem, opts.dtypes)          # once, before any candidate runs
         many.judge_all(problem, candidates, opts, lines,
-                       lambda p, s, o: _evaluate_or_record(evaluate, p, s, o), run,
+                       lambda p, s, o: _evaluate_or_record(evaluate, p, s, o), run, fmt=args.format,
+                       backend=args.backend,
                        progress=lambda i, n, what: _progress(i, n, problem.id, what,
                                                              {"t0": run.t0, "done": run.tally["judged"]}))
     except interrupt.Interrupted as stop:
@@ -631,7 +660,8 @@ def _evaluate_or_record(evaluate, problem, solution, opts):
         return evaluate(problem, solution, opts)
     except Exception:  # noqa: BLE001
         record = EvalRecord(problem=problem.id, solution=solution.name, path=str(solution.path),
-                            backend=solution.backend, device=opts.device, verdict="error")
+                            backend=solution.backend, device=opts.device, verdict="error",
+                            format=getattr(solution, "format", "native"))
         record.reasons.append(Reason("crash", "harness error while judging: " + traceback.format_exc()[-2000:])
                               .to_json())
         return record
@@ -678,6 +708,11 @@ def _duration(seconds: float) -> str:
 def _print_record(record) -> None:
     print(f"{record.problem} / {record.solution} [{record.backend or 'no BACKEND'}] on {record.device}: "
           f"{record.verdict.upper()}")
+    if record.adapter:
+        from harness import formats
+        print(f"  judged as {formats.LABELS.get(record.format, record.format)}: {record.adapter.get('mapping')}")
+        if record.adapter.get("backend_from"):
+            print(f"  backend {record.adapter.get('backend') or 'none'} ({record.adapter['backend_from']})")
     for name, c in record.cases.items():
         print(f"  {name:<9} {c['examples']} examples, {c['calls']} calls: {c['status']}")
         for kernel in (k for k in c.get("kernels", []) if "[autotune:" in k):   # which config the CPU ran

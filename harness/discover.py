@@ -7,8 +7,9 @@ is there. An id found twice is settled here, the same way everywhere:
 - the same problem id in two of the user's own folders, or the same solution name twice for one problem, is an
   error naming both files: which one is meant cannot be guessed, and results are keyed by these names.
 
-Solutions are read statically (their BACKEND and DTYPES are parsed from the source with `ast`), so listing or
-planning a run never executes candidate code in the trusted process.
+Solutions are read statically (their BACKEND and DTYPES are parsed from the source with `ast`, and so is the
+format of a KernelBench or GPU MODE file: harness.formats), so listing or planning a run never executes candidate
+code in the trusted process.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import searchpath
+from harness import formats, searchpath
 from harness.problem import Problem, ProblemError, load_problem
 from harness.searchpath import SearchPath, SearchPathError
 
@@ -33,10 +34,13 @@ class UsageError(ValueError):
 class SolutionInfo:
     name: str
     path: Path
-    backend: str | None        # None when the file does not declare a literal BACKEND
+    backend: str | None        # None when a native file declares no literal BACKEND (or an adapted one's is unknown)
     dtypes: tuple | None       # None: every dtype of the problem
     problem: str | None = None
-    error: str | None = None   # the file does not parse: file, line and the offending text
+    error: str | None = None   # the file does not parse (file, line and the offending text), or fits no format
+    format: str | None = "native"      # native, kernelbench or gpumode (harness.formats); None: fits none
+    adapter: dict | None = None    # an adapted file: its format, backend and where the backend came from
+    unsupported: str | None = None     # a file Gauntlet cannot judge (load_inline): not the candidate's failure
 
 
 @dataclass(frozen=True)
@@ -188,20 +192,25 @@ def solutions_for(problem_id: str, sp: SearchPath | None = None) -> list[Solutio
     return _solutions(problem_id, sp, locate_problems(sp).get(problem_id))
 
 
-def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = None) -> SolutionInfo:
-    """A solution on the search path by name, or any file path (an AI-generated candidate, say)."""
+def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = None, fmt: str | None = None,
+                 backend: str | None = None) -> SolutionInfo:
+    """A solution on the search path by name, or any file path (an AI-generated candidate, say). `fmt` and
+    `backend`: --format and --backend (harness.formats), for a file of another format."""
     path = Path(name_or_path)
     if path.suffix == ".py" or path.exists():
         if not path.is_file():
             raise UsageError(f"solution file not found: {name_or_path}")
-        return read_solution(path.resolve(), problem_id)
+        return read_solution(path.resolve(), problem_id, fmt, backend)
     found = {s.name: s for s in solutions_for(problem_id, sp)}
     if name_or_path not in found:
         raise _unknown(f"solution for {problem_id}", name_or_path, list(found))
+    if fmt not in (None, "auto") or backend:
+        return read_solution(found[name_or_path].path, problem_id, fmt, backend)
     return found[name_or_path]
 
 
-def read_solution(path: Path, problem_id: str | None = None) -> SolutionInfo:
+def read_solution(path: Path, problem_id: str | None = None, fmt: str | None = None,
+                  backend: str | None = None) -> SolutionInfo:
     try:
         tree = ast.parse(path.read_text(), filename=str(path))
     except SyntaxError as exc:
@@ -218,10 +227,11 @@ def read_solution(path: Path, problem_id: str | None = None) -> SolutionInfo:
                 values[node.targets[0].id] = ast.literal_eval(node.value)
             except ValueError:
                 continue
-    backend = values.get("BACKEND") if isinstance(values.get("BACKEND"), str) else None
     dtypes = values.get("DTYPES")
     dtypes = tuple(dtypes) if isinstance(dtypes, (tuple, list)) else None
-    return SolutionInfo(path.stem, path, backend, dtypes, problem_id)
+    found = formats.read(tree, values, fmt, backend)
+    return SolutionInfo(path.stem, path, found.backend, dtypes, problem_id, error=found.error,
+                        format=found.format, adapter=found.adapter or None, unsupported=found.unsupported)
 
 
 __all__ = ["BACKENDS", "Located", "ProblemError", "SearchPathError", "SolutionInfo", "UsageError", "all_problems",

@@ -61,6 +61,9 @@ class Problem:
     flops_expr: str
     bytes_expr: str
     output_layout: str = "contiguous"   # "contiguous" (a new row-major tensor) or "any" strides
+    # How a KernelBench file is judged here (harness.formats): {inputs: names of make_inputs' outputs in order,
+    # parameters: those that replace the module's own}, or {unsupported: why}; None: no mapping stated.
+    kernelbench: dict | None = None
     baseline_paths: dict = field(default_factory=dict)   # label -> the file, found by harness.discover
     raw: dict = field(repr=False, default_factory=dict)
     _module: ModuleType | None = field(default=None, repr=False)
@@ -112,7 +115,8 @@ def _eval_formula(expr: str, shape: dict, bytes_in: int, bytes_out: int) -> floa
     return float(eval(expr, {"__builtins__": {}}, names))  # noqa: S307 - trusted repo data, no builtins
 
 
-TOP_KEYS = ("id", "title", "dims", "dtypes", "fuzz", "benchmark", "baselines", "flops", "bytes", "output_layout")
+TOP_KEYS = ("id", "title", "dims", "dtypes", "fuzz", "benchmark", "baselines", "flops", "bytes", "output_layout",
+            "kernelbench")
 LAYOUTS = ("contiguous", "any")
 FUZZ_KEYS = ("cpu", "cuda", "calls_per_case")
 
@@ -162,7 +166,8 @@ def load_problem(root: Path) -> Problem:
         id=raw.get("id", root.name), title=raw.get("title", root.name), root=root, dims=dims, dtypes=dtypes,
         fuzz=fuzz, calls_per_case=int(fuzz_raw.get("calls_per_case", 3)), benchmark=bench,
         baselines=need("baselines", dict), flops_expr=need("flops", str), bytes_expr=need("bytes", str),
-        output_layout=raw.get("output_layout", "contiguous"), raw=raw)
+        output_layout=raw.get("output_layout", "contiguous"), kernelbench=_kernelbench(path, raw.get("kernelbench")),
+        raw=raw)
     if problem.output_layout not in LAYOUTS:
         raise ProblemError(f"{path}: output_layout must be one of {LAYOUTS}, got {problem.output_layout!r}")
     if problem.id != root.name:
@@ -174,6 +179,31 @@ def load_problem(root: Path) -> Problem:
         except Exception as exc:  # noqa: BLE001 - report any formula error with its file
             raise ProblemError(f"{path}: formula {expr!r} does not evaluate: {exc}") from exc
     return problem
+
+
+def _kernelbench(path, spec) -> dict | None:
+    """The problem's KernelBench mapping, checked: `inputs` names every output of make_inputs in order (distinct
+    identifiers), `parameters` (optional) a subset of them; or `unsupported` with the reason."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise ProblemError(f"{path}: kernelbench must be a mapping ({{inputs: [...], parameters: [...]}} or "
+                           f"{{unsupported: why}}), got {spec!r}")
+    if "unsupported" in spec:
+        _only(path, "kernelbench", spec, ["unsupported"])
+        if not isinstance(spec["unsupported"], str) or not spec["unsupported"].strip():
+            raise ProblemError(f"{path}: kernelbench.unsupported must say why, as text")
+        return {"unsupported": spec["unsupported"].strip()}
+    _only(path, "kernelbench", spec, ["inputs", "parameters"])
+    inputs, params = spec.get("inputs"), spec.get("parameters", [])
+    if not (isinstance(inputs, list) and inputs and all(isinstance(n, str) and n.isidentifier() for n in inputs)
+            and len(set(inputs)) == len(inputs)):
+        raise ProblemError(f"{path}: kernelbench.inputs must name each output of make_inputs, in order, with "
+                           f"distinct identifiers; got {inputs!r}")
+    if not (isinstance(params, list) and len(set(params)) == len(params) and set(params) <= set(inputs)):
+        raise ProblemError(f"{path}: kernelbench.parameters must be distinct names from kernelbench.inputs "
+                           f"{inputs}; got {params!r}")
+    return {"inputs": list(inputs), "parameters": list(params)}
 
 
 def _dtype_spec(path, name, spec) -> DtypeSpec:

@@ -26,10 +26,13 @@ CODES = {
     "below_roofline": ("fail", "a time faster than the hardware allows (FLOP/peak or bytes/bandwidth)"),
     "crash": ("error", "the candidate raised, or its process died"),
     "timeout": ("timeout", "the candidate ran past its wall-clock limit"),
-    "import_error": ("error", "the solution file could not be imported or lacks BACKEND/solve"),
+    "import_error": ("error", "the solution file could not be imported, or breaks its format's contract "
+                              "(BACKEND/solve; class ModelNew; custom_kernel)"),
     "nothing_judged": ("fail", "no dtype was judged: the solution's DTYPES share none with the problem's (or with "
                                "the dtypes asked for), so nothing it computes was checked"),
-    "unsupported": ("unsupported", "the backend is not available on this device (not a failure)"),
+    "unsupported": ("unsupported", "the backend is not available on this device, or the file is of a kind Gauntlet "
+                                   "cannot judge (C++ built with load_inline; no mapping of its format onto the "
+                                   "problem): not a failure"),
     "interrupted": ("interrupted", "the judge was stopped (SIGINT, SIGTERM) before the judgement finished: it says "
                                    "nothing about the candidate"),
 }

@@ -6,7 +6,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 SHARED = {"harness.protocol", "harness.problem", "harness.inputs", "harness.discover", "harness.searchpath",
           "harness.reasons", "harness.gpu", "harness.backends", "harness.backends.triton_interpreter",
-          "harness.backends.triton_casts", "harness.backends.triton_autotune"}
+          "harness.backends.triton_casts", "harness.backends.triton_autotune", "harness.formats"}
 
 
 def _imports(path: Path) -> set[str]:

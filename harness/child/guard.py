@@ -62,8 +62,8 @@ def _watched_objects():
     return watched
 
 
-HARNESS_MODULES = ("backends", "discover", "gpu", "inputs", "problem", "protocol", "reasons", "child.guard",
-                   "child.profiling", "child.state", "child.timing", "child.worker")
+HARNESS_MODULES = ("backends", "discover", "formats", "gpu", "inputs", "problem", "protocol", "reasons",
+                   "child.adapters", "child.guard", "child.profiling", "child.state", "child.timing", "child.worker")
 
 
 def import_harness() -> None:

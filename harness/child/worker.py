@@ -1,15 +1,16 @@
 """A worker process: imports one candidate (role `candidate`) or only the problem's baselines (role `baseline`), and
 runs calls on request. It judges nothing.
 
-Started by harness.judge.isolate as
-`python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR SOLUTION_PATH BACKEND DEVICE BASELINES_JSON`, with
-stdout/stderr sent to a log file. The problem and its baselines come as the files the parent resolved (a folder, and
-{label: file}), never as names to look up again: the worker judges against exactly what the parent loaded, wherever
-it lives (a user's project, a checkout, site-packages). The baseline worker never imports candidate code, so
-nothing a candidate does to its own process (patched functions, environment, torch switches, threads) reaches the
-baselines' times. For each request the
-worker regenerates inputs from the seed it is given, calls, and sends back output bytes plus what it observed
-(the profiler's kernels and ops, state changes, threads). The parent computes every verdict.
+Started by harness.judge.isolate as `python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR SOLUTION_PATH
+BACKEND DEVICE BASELINES_JSON GATE FORMAT`, with stdout/stderr sent to a log file. FORMAT is the candidate file's
+(native, kernelbench or gpumode): a file of another format is wrapped into `solve` here (harness.child.adapters),
+and everything after that is the same. The problem and its baselines come as the files the parent resolved (a
+folder, and {label: file}), never as names to look up again: the worker judges against exactly what the parent
+loaded, wherever it lives (a user's project, a checkout, site-packages). The baseline worker never imports candidate
+code, so nothing a candidate does to its own process (patched functions, environment, torch switches, threads)
+reaches the baselines' times. For each request the worker regenerates inputs from the seed it is given, calls, and
+sends back output bytes plus what it observed (the profiler's kernels and ops, state changes, threads). The parent
+computes every verdict.
 """
 from __future__ import annotations
 
@@ -26,13 +27,14 @@ def main(argv: list[str]) -> int:
     req_fd, resp_fd = int(argv[0]), int(argv[1])
     role, problem_dir, path, backend, device, baselines = argv[2:8]
     gated = len(argv) > 8 and argv[8] == "gated"
+    fmt = argv[9] if len(argv) > 9 else "native"
     from harness.child.confined import self_test
     confined = self_test()                        # before torch, before any candidate code: what is in force
     global STRAGGLER_LIMIT_MS
     STRAGGLER_LIMIT_MS = _straggler_limit_ms()    # read before the candidate is imported: it could set the variable
     from harness import backends
     backends.prepare_process(backend, device)     # before anything imports triton
-    session = Session(role, problem_dir, path, backend, device, json.loads(baselines))
+    session = Session(role, problem_dir, path, backend, device, json.loads(baselines), fmt)
     hello = session.prepare()
     if hello is None and gated:
         # The judge's word: the baseline worker has measured the quiet GPU, so this process may now use the GPU
@@ -56,8 +58,9 @@ def main(argv: list[str]) -> int:
 
 
 class Session:
-    def __init__(self, role, problem_dir, path, backend, device, baseline_files):
+    def __init__(self, role, problem_dir, path, backend, device, baseline_files, fmt="native"):
         self.role, self.problem_dir, self.path, self.backend, self.device = role, problem_dir, path, backend, device
+        self.format = fmt
         self.baseline_files = baseline_files      # label -> file, as the parent resolved them
         self.solve = None
         self.watch = self.snapshot = None
@@ -112,19 +115,29 @@ class Session:
         return self._import_candidate()
 
     def _import_candidate(self) -> dict:
-        from harness.child import guard
+        from harness.child import adapters, guard
         try:
-            from harness.problem import load_module
-            module = load_module(self.path, "gauntlet_candidate")
+            if self.format == "native":
+                from harness.problem import load_module
+                module = load_module(self.path, "gauntlet_candidate")
+            else:
+                # The wrapper is made now, with the import: building the model (KernelBench) runs candidate code,
+                # and the checks below cover it as they cover a module body.
+                module, solve = adapters.load(self.format, self.path, self.problem, self.device)
+        except adapters.AdapterError as exc:
+            return {"ok": False, "code": "import_error", "detail": str(exc)}
         except BaseException:  # noqa: BLE001 - SystemExit in a module body is an import error too
             return {"ok": False, "code": "import_error", "detail": _tb()}
-        missing = [n for n in ("BACKEND", "solve") if not hasattr(module, n)]
-        if missing or not callable(module.solve):
-            return {"ok": False, "code": "import_error", "detail": f"solution lacks {missing or ['callable solve']}"}
-        if module.BACKEND != self.backend:
+        if self.format == "native":
+            missing = [n for n in ("BACKEND", "solve") if not hasattr(module, n)]
+            if missing or not callable(module.solve):
+                return {"ok": False, "code": "import_error",
+                        "detail": f"solution lacks {missing or ['callable solve']}"}
+            solve = module.solve
+        if getattr(module, "BACKEND", self.backend) != self.backend:
             return {"ok": False, "code": "import_error",
                     "detail": f"BACKEND is {module.BACKEND!r} at run time but {self.backend!r} in the source"}
-        self.solve = module.solve
+        self.solve = solve
         changed = self.watch.changed() + self.snapshot.changes()
         if changed:
             return {"ok": False, "code": "tampering", "detail": "import changed: " + ", ".join(changed[:10])}

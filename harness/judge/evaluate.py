@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from harness import backends, protocol
+from harness import backends, formats, protocol
 from harness.judge import (audit, bytecode, check, conventions, environment, failures, fingerprint, fuzz, kernels,
                            memory, replies, scoring, timed)
 from harness.judge.watchdog import TimeBudget
@@ -170,7 +170,9 @@ class Judge:
 def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRecord:
     t0 = time.monotonic()
     record = EvalRecord(problem=problem.id, solution=solution.name, path=str(solution.path),
-                        backend=solution.backend, device=opts.device)
+                        backend=solution.backend, device=opts.device, format=solution.format)
+    if solution.adapter:
+        record.adapter = dict(solution.adapter, mapping=formats.describe_mapping(problem, solution.format))
     record.seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     record.fingerprint = fingerprint.fingerprint(problem, solution, opts)
     env = environment.verify()
@@ -180,8 +182,13 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
     problem.module()                    # imported by the judge before any candidate code runs
     record.static_notes = audit.static_notes(solution.path)
     ok, why = backends.status(solution.backend, opts.device)
+    unmatched = formats.problem_support(problem, solution.format)
     if solution.error:
         record.reasons.append(Reason("import_error", solution.error).to_json())
+    elif solution.unsupported or unmatched:
+        # Not the candidate's failure: a kind of file, or a pairing of format and problem, Gauntlet cannot judge.
+        # (`gauntlet eval` refuses the pairing as a usage error before it gets here.)
+        record.reasons.append(Reason("unsupported", solution.unsupported or unmatched).to_json())
     elif not ok:
         code = "unsupported" if solution.backend in backends.BACKENDS else "import_error"
         record.reasons.append(Reason(code, why).to_json())
@@ -235,7 +242,7 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
     try:
         if base is not None:
             first = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget,
-                          deferred=True)
+                          deferred=True, fmt=solution.format)
             timed.finish_baseline_start(base, problem)
         for i, spec in enumerate(dtypes):
             if judge is None or not judge.child.alive:
@@ -270,7 +277,8 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None)
     """`child`: a candidate worker already spawned (gated) beside the baseline worker; else a new one."""
     try:
         if child is None:
-            child = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget)
+            child = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget,
+                          fmt=solution.format)
         child.finish_start()
     except ChildFailed as exc:
         if exc.reason.to_json() not in record.reasons:

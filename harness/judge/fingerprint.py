@@ -38,10 +38,15 @@ def fingerprint(problem, solution, opts) -> dict:
                "case_timeout_s": opts.case_timeout_s, "timing_budget_s": opts.timing_budget_s,
                "max_shapes": opts.max_shapes, "max_edges": opts.max_edges, "shapes": opts.shapes,
                "sandbox": getattr(opts, "sandbox", "auto"), "time_limit_s": getattr(opts, "time_limit_s", None)}
-    return {"solution": _sha([solution.path]),
-            "problem": _sha([problem.root / "problem.yaml", problem.reference_path]),
-            "baselines": _sha(sorted(discover.baseline_files(problem).values(), key=lambda path: path.stem)),
-            "harness": harness_digest(), "interpreter": interpreter_digest(environment.verify()), "options": options}
+    out = {"solution": _sha([solution.path]),
+           "problem": _sha([problem.root / "problem.yaml", problem.reference_path]),
+           "baselines": _sha(sorted(discover.baseline_files(problem).values(), key=lambda path: path.stem)),
+           "harness": harness_digest(), "interpreter": interpreter_digest(environment.verify()), "options": options}
+    if getattr(solution, "format", "native") != "native":
+        # The same bytes judged as another format (--format) or backend (--backend) are another judgement. Kept out
+        # of `options` and absent for native files, so records judged before adapters existed still compare.
+        out["adapter"] = {"format": solution.format, "backend": solution.backend}
+    return out
 
 
 def interpreter_digest(env: dict) -> str:

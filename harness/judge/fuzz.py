@@ -291,6 +291,10 @@ def outside_domain(shape: dict, problem, device: str) -> str:
 
 
 def repro(record, spec, shape, seed) -> str:
-    """The command that replays one case of a judgement."""
-    return (f"gauntlet eval {record.problem} {record.path} --device {record.device} --dtype {spec.name} "
+    """The command that replays one case of a judgement (a KernelBench or GPU MODE file with its format, and the
+    backend it was told, so the replay reads the file as the judgement did)."""
+    adapter = getattr(record, "adapter", None) or {}
+    how = (f" --format {adapter['format']}" if adapter.get("format") else "") + (
+        f" --backend {adapter['backend']}" if adapter.get("backend_from") == "--backend" else "")
+    return (f"gauntlet eval {record.problem} {record.path} --device {record.device} --dtype {spec.name}{how} "
             f"--case '{format_case(shape, seed)}'")

@@ -137,11 +137,13 @@ class Child:
 
     def __init__(self, problem, path: Path | None, backend: str, device: str, role: str = "candidate",
                  sandbox: str | None = None, budget: TimeBudget | None = None, bounds: Bounds | None = None,
-                 deferred: bool = False):
+                 deferred: bool = False, fmt: str = "native"):
         """`deferred`: start the process and return at once; `finish_start()` completes the start. A deferred
         candidate worker does the harness's own start-up (imports, the problem) and then waits for the judge's
         word before it touches the GPU or imports the candidate, so the judge can let it overlap the baseline
-        worker's start and still keep every line of candidate code after the baseline's quiet-GPU measurement."""
+        worker's start and still keep every line of candidate code after the baseline's quiet-GPU measurement.
+        `fmt`: the candidate file's format (harness.formats); the worker wraps a KernelBench or GPU MODE file into
+        `solve` (harness.child.adapters) and judges it like any other."""
         self.role, self.backend = role, backend
         self.budget = budget if budget is not None else TimeBudget(None)
         if isinstance(problem, str):
@@ -164,7 +166,7 @@ class Child:
                     [sys.executable, *flags, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
                      str(Path(problem.root).resolve()), str(path or "-"), backend, device,
                      json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()}),
-                     "gated" if deferred and role == "candidate" else "open"],
+                     "gated" if deferred and role == "candidate" else "open", fmt or "native"],
                     cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=self.sandbox.preexec)
         except subprocess.SubprocessError as exc:     # the confinement could not be put in force: never run open

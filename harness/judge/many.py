@@ -171,14 +171,18 @@ class Run:
         return {"schema": SCHEMA, "summary": out}
 
 
-def judge_all(problem, candidates: list[Candidate], opts, lines: Lines, judge_one, run: Run, progress=None) -> None:
+def judge_all(problem, candidates: list[Candidate], opts, lines: Lines, judge_one, run: Run, progress=None,
+              fmt: str | None = None, backend: str | None = None) -> None:
     """Judge each candidate (judge_one(problem, solution, opts) -> EvalRecord) and write its line as it finishes;
-    `run` keeps the tally. `progress(i, n, text)` is told about each candidate."""
+    `run` keeps the tally. `progress(i, n, text)` is told about each candidate. `fmt` and `backend`: --format and
+    --backend (harness.formats); each file's format is otherwise found from its own names, so a batch may mix
+    native, KernelBench and GPU MODE files. A KernelBench file on a problem with no KernelBench mapping is its
+    own `unsupported` line (harness.judge.evaluate), not the end of the batch."""
     from harness import discover
     from harness.judge.fingerprint import fingerprint
     for i, cand in enumerate(candidates):
         try:
-            solution = discover.get_solution(problem.id, str(cand.path))
+            solution = discover.get_solution(problem.id, str(cand.path), fmt=fmt, backend=backend)
         except UsageError as exc:        # gone since it was listed: this candidate's line says so, the rest go on
             _write(lines, run, progress, len(candidates),
                    {"schema": SCHEMA, "problem": problem.id, "solution": cand.id, "path": str(cand.path),

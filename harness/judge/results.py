@@ -38,6 +38,8 @@ class EvalRecord:
     fingerprint: dict = field(default_factory=dict)  # hashes of what the verdict depends on (judge/fingerprint.py)
     confinement: dict = field(default_factory=dict)  # what the OS enforced on each worker (judge/sandbox), as verified
     environment_modified: list = field(default_factory=list)   # package files that differ from their install record
+    format: str | None = "native"    # the file's format (harness.formats): native, kernelbench, gpumode; None: none
+    adapter: dict = field(default_factory=dict)      # an adapted file: format, backend, backend_from, mapping
     seed: int | None = None
     elapsed_s: float = 0.0
     schema: str = EVAL_SCHEMA
