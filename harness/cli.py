@@ -86,14 +86,9 @@ def _interrupted_doc(detail: str) -> dict:
 def _undumpable() -> None:
     """PR_SET_DUMPABLE 0 on the judge: a process of the same user without CAP_SYS_PTRACE (an unconfined
     candidate, `--sandbox off`) can then neither read nor write its memory (/proc/PID/mem) nor open its descriptors
-    (/proc/PID/fd/1, its stdout). Workers are exec'ed, which makes them dumpable again: they need no such shield
-    from the judge."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(ctypes.c_int(4), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                                                 ctypes.c_ulong(0), ctypes.c_ulong(0))
-    except (OSError, AttributeError):
-        pass
+    (/proc/PID/fd/1, its stdout). Every judge process does the same (harness.judge.executors.task)."""
+    from harness.judge.executors import task
+    task.undumpable()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -137,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "same fingerprint are not judged again")
     many.add_argument("--screen", action="store_true",
                       help="a search's preset: 2 examples per dtype and one timed shape (unless given)")
+    _executor_options(many)
     many.set_defaults(func=cmd_eval_many)
 
     run = sub.add_parser("run", help="the suite: every solution on the search path (the shipped ones and your "
@@ -148,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
     run.add_argument("--fresh", action="store_true", help="start the results file over instead of resuming")
     run.add_argument("--report", metavar="DIR", help="also write the leaderboard into DIR")
+    _executor_options(run)
     run.set_defaults(func=cmd_run)
 
     mut = sub.add_parser("mutate", help="plant small bugs in a Triton solution's kernels and count how many the "
@@ -207,6 +204,23 @@ def _formats(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=discover.BACKENDS,
                    help="the backend of a KernelBench or GPU MODE file (default: detected from what it uses, "
                         "else a BACKEND line in it); a native file declares its own")
+
+
+def _executor_options(p: argparse.ArgumentParser) -> None:
+    """Where `run` and `eval-many` judge (harness.judge.executors); the results are the same wherever."""
+    p.add_argument("--gpus", metavar="N|all",
+                   help="judge on N GPUs of this host at once (all: every visible one): one judge process per GPU, "
+                        "one candidate per GPU at a time; on a CPU, N logical slots (all: GAUNTLET_LOGICAL_GPUS)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: this host (default); ray: one Ray task per candidate, on the cluster at --address "
+                        "or a local one (pip install 'gauntlet[ray]')")
+    p.add_argument("--address", help="with --executor ray: the cluster's address (as `ray start --head` prints "
+                                     "it; default RAY_ADDRESS, else a new local cluster)")
+
+
+def _executor(args, device: str):
+    from harness.judge import executors
+    return executors.make(args.executor, device, args.gpus, args.address)
 
 
 def _search(p: argparse.ArgumentParser) -> None:
@@ -431,9 +445,9 @@ def cmd_eval(args) -> int:
 
 
 def cmd_eval_many(args) -> int:
-    """harness.judge.many: each candidate judged as `eval` judges it, in this one process; lines on stdout."""
+    """harness.judge.many: each candidate judged as `eval` judges it, in this process or on the executor's judges
+    (--gpus, --executor ray); lines on stdout, in the candidates' order."""
     from harness.judge import many
-    from harness.judge.evaluate import evaluate
     device = _device(args)
     problem = discover.get_problem(args.problem)
     if args.screen:
@@ -442,29 +456,31 @@ def cmd_eval_many(args) -> int:
     opts = _options(args, device)
     _check_dtypes(opts.dtypes, [problem])
     candidates = many.collect(args.sources, sys.stdin)
+    executor = _executor(args, device)
     lines = many.Lines(sys.stdout, Path(args.out) if args.out else None)
-    run = many.Run(len(candidates), device, _env(device))
+    run = many.Run(len(candidates), device, _env(device), gpus=executor.gpus, executor=executor.kind)
     try:
-        if device == "cuda" and opts.timing:
-            opts.peaks = _peaks(problem, opts.dtypes)          # once, before any candidate runs
-        many.judge_all(problem, candidates, opts, lines,
-                       lambda p, s, o: _evaluate_or_record(evaluate, p, s, o), run, fmt=args.format,
-                       backend=args.backend,
+        # The device's ceilings are measured by each judge process once, before its first candidate runs.
+        many.judge_all(problem, candidates, opts, lines, executor, run, fmt=args.format, backend=args.backend,
                        progress=lambda i, n, what: _progress(i, n, problem.id, what,
-                                                             {"t0": run.t0, "done": run.tally["judged"]}))
+                                                             {"t0": run.t0, "done": run.tally["judged"]}),
+                       ship_source=executor.kind == "ray")
     except interrupt.Interrupted as stop:
         lines.write(run.summary(stopped=stop.name))
         print(f"gauntlet: eval-many stopped by {stop.name} after {run.tally['judged'] + run.tally['resumed']} of "
               f"{run.total}" + (f"; resume with the same command (--out {args.out} keeps what was judged)"
                                 if args.out else "; with --out FILE a second run resumes"), file=sys.stderr)
         return stop.status
+    finally:
+        executor.close()
     lines.write(run.summary())
     return 0
 
 
 def cmd_run(args) -> int:
-    from harness.judge.evaluate import evaluate
-    from harness.judge.results import ResultsFile
+    from harness.judge.executors import task
+    from harness.judge.fingerprint import changed_parts, fingerprint
+    from harness.judge.results import EvalRecord, ResultsFile
     device = _device(args)
     problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
     plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
@@ -472,54 +488,64 @@ def cmd_run(args) -> int:
     if not plan:
         raise UsageError("nothing to run: no solution matches the filters")
     _check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
-    from harness.judge.fingerprint import changed_parts, fingerprint
     if device == "cpu" and not args.examples:
         print(f"gauntlet run on the CPU: {CPU_RUN_EDGES} edge cases and {CPU_RUN_EXAMPLES} examples per dtype and "
               "no timing (a smoke check; "
               "--examples N for more, a GPU for speed figures)", file=sys.stderr)
+    executor = _executor(args, device)
     results = ResultsFile(Path(args.out), _env(device), resume=not args.fresh)
     failed = 0
-    peaks_by_problem = {}
     tally = {"resumed": 0, "re-judged": 0, "new": 0}
     clock = {"t0": time.monotonic(), "done": 0}     # for the rate and the time left on each progress line
     keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
     settled: set[str] = set()          # resumed or judged in this run, in the results file
-    judging = None                     # the key being judged now (counted in tally, no record yet)
+    judging: set[str] = set()          # handed to a judge, no record yet
+    why: dict[int, tuple[str, str]] = {}   # plan index -> (tally entry, what the progress line says at its start)
+    jobs = []
+    ray = executor.kind == "ray"
     try:
         for i, (problem, solution) in enumerate(plan):
             key = keys[i]
             opts = _options(args, device)
             old = results.previous(key)
+            fp = fingerprint(problem, solution, opts)
             if old is not None:
-                changed = changed_parts(old.get("fingerprint"), fingerprint(problem, solution, opts))
+                changed = changed_parts(old.get("fingerprint"), fp)
                 if not changed:
                     tally["resumed"] += 1
                     settled.add(key)
                     failed += old.get("verdict") not in ("pass", "unsupported")
-                    _progress(i, len(plan), key, f"unchanged since it was judged: {old.get('verdict')} (resumed)")
+                    _progress(len(settled), len(plan), key,
+                              f"unchanged since it was judged: {old.get('verdict')} (resumed)")
                     continue
-                tally["re-judged"] += 1
-                _progress(i, len(plan), key, f"re-judging: {', '.join(changed)} changed")
+                why[i] = ("re-judged", f"re-judging: {', '.join(changed)} changed")
             else:
-                tally["new"] += 1
-                _progress(i, len(plan), key, "running")
-            judging = key
-            if device == "cuda" and opts.timing:
-                if problem.id not in peaks_by_problem:
-                    peaks_by_problem[problem.id] = _peaks(problem)
-                    results.set_peaks({**results.doc.get("peaks", {}), **peaks_by_problem[problem.id]})
-                opts.peaks = peaks_by_problem[problem.id]
-            t0 = time.monotonic()
-            record = _evaluate_or_record(evaluate, problem, solution, opts)
+                why[i] = ("new", "running")
+            jobs.append(task.make_job(i, problem, solution, opts, ship_source=ray, expect=fp if ray else None))
+
+        def started(job, where):
+            judging.add(keys[job["index"]])
+            on = f" on GPU {where['device']}" if where.get("device") else ""
+            _progress(len(settled), len(plan), keys[job["index"]], why[job["index"]][1] + on)
+
+        for job, result in executor.run(jobs, on_start=started):
+            i = job["index"]
+            record = EvalRecord(**result["record"])
             with interrupt.held():         # the record and its bookkeeping land together, or neither does
-                results.add(record)
-                settled.add(key)
-                judging = None
+                if result["peaks"] and any(results.doc.get("peaks", {}).get(k) != v
+                                           for k, v in result["peaks"].items()):
+                    results.doc["peaks"] = {**results.doc.get("peaks", {}), **result["peaks"]}
+                results.add(record, order=keys)     # in the plan's order, whatever order judgements finish in
+                settled.add(keys[i])
+                judging.discard(keys[i])
+                tally[why[i][0]] += 1
             failed += record.verdict not in ("pass", "unsupported")
             codes = ",".join(sorted({r["code"] for r in record.reasons}))
             clock["done"] += 1
-            _progress(i + 1, len(plan), key, f"{record.verdict}{' (' + codes + ')' if codes else ''} "
-                                             f"in {time.monotonic() - t0:.1f}s", clock)
+            on = f" on GPU {result['where']['device']}" if result["where"].get("executor") in ("local", "ray") \
+                and result["where"].get("device") else ""
+            _progress(len(settled), len(plan), keys[i], f"{record.verdict}{' (' + codes + ')' if codes else ''} "
+                                                        f"in {result['wall_s']:.1f}s{on}", clock)
         print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, "
               f"new {tally['new']})", file=sys.stderr)
         results.complete()
@@ -527,16 +553,18 @@ def cmd_run(args) -> int:
             cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
     except interrupt.Interrupted as stop:
         return _stop_run(stop, args, results, keys, settled, judging, tally)
+    finally:
+        executor.close()
     return 1 if failed else 0
 
 
 def _stop_run(stop, args, results, keys, settled, in_flight, tally) -> int:
     """After the first SIGINT/SIGTERM of a run (its workers already killed): mark the results file, write the
-    leaderboard from what was judged, and say in one line what was and was not judged and how to resume."""
-    mark = stopped.run_mark(stop.name, keys, settled, in_flight, stopped.resume_command(args.argv))
+    leaderboard from what was judged, and say in one line what was and was not judged and how to resume.
+    `tally` counts only what has a record from this run (or was resumed); `in_flight`: the keys being judged."""
+    abandoned = ", ".join(k for k in keys if k in in_flight) or None
+    mark = stopped.run_mark(stop.name, keys, settled, abandoned, stopped.resume_command(args.argv))
     judged = dict(tally)
-    if in_flight:                      # counted when it began, but it has no record from this run
-        judged["re-judged" if results.previous(in_flight) else "new"] -= 1
     results.mark_interrupted(mark)
     if args.report:
         cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
@@ -631,13 +659,8 @@ def cmd_mutate(args) -> int:
 def _import_everything() -> None:
     """Import all judge-side code before any candidate runs: a candidate that rewrote a harness or report file
     on disk must not get its code imported into this (trusted) process later in the run."""
-    import importlib
-    import pkgutil
-
-    import harness.judge
-    for info in pkgutil.iter_modules(harness.judge.__path__):
-        importlib.import_module(f"harness.judge.{info.name}")
-    import reports.leaderboard  # noqa: F401
+    from harness.judge.executors import task
+    task.import_judge_code()
 
 
 def _print_search_path(sp) -> None:
@@ -652,30 +675,15 @@ def _print_search_path(sp) -> None:
 
 def _evaluate_or_record(evaluate, problem, solution, opts):
     """A harness error on one candidate becomes that candidate's record; the suite goes on."""
-    import traceback
-
-    from harness.reasons import Reason
-    from harness.judge.results import EvalRecord
-    try:
-        return evaluate(problem, solution, opts)
-    except Exception:  # noqa: BLE001
-        record = EvalRecord(problem=problem.id, solution=solution.name, path=str(solution.path),
-                            backend=solution.backend, device=opts.device, verdict="error",
-                            format=getattr(solution, "format", "native"))
-        record.reasons.append(Reason("crash", "harness error while judging: " + traceback.format_exc()[-2000:])
-                              .to_json())
-        return record
+    from harness.judge.executors import task
+    return task.evaluate_or_record(evaluate, problem, solution, opts)
 
 
 def _peaks(problem, only=None) -> dict:
     """Measured in this (trusted) process before any candidate runs, or read from the judge's cache of this card's
     ceilings (harness.judge.peaks.cached_peaks). `only`: the dtypes the user asked for; None: every dtype."""
-    import torch
-
-    from harness.judge.peaks import cached_peaks
-    dtypes = {name: (spec.torch_dtype(), spec.tf32) for name, spec in problem.dtypes.items()
-              if not only or name in only}
-    return cached_peaks(torch.device("cuda"), dtypes)
+    from harness.judge.executors import task
+    return task.measure_peaks_for(problem, only)
 
 
 def _env(device: str) -> dict:

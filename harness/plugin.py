@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness import discover, searchpath
+from harness.judge.executors import slots
 
 
 def _gpu_count() -> int:
@@ -41,12 +42,10 @@ def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
     worker = environ.get("PYTEST_XDIST_WORKER", "")
     if not (worker.startswith("gw") and worker[2:].isdigit()):
         return
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    devices = [d.strip() for d in visible.split(",") if d.strip()] if visible is not None else \
-        [str(i) for i in range(gpu_count())]
+    devices = slots.visible_devices(environ, gpu_count)
     if not devices:
         return
-    environ["CUDA_VISIBLE_DEVICES"] = devices[int(worker[2:]) % len(devices)]
+    environ["CUDA_VISIBLE_DEVICES"] = slots.slot_device(int(worker[2:]), devices)   # the rule `--gpus` uses too
     try:
         workers = max(1, int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     except ValueError:

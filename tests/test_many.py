@@ -105,9 +105,17 @@ def test_a_candidate_gone_before_its_turn_is_its_own_error_line(tmp_path):
     out = io.StringIO()
     run = many.Run(1, "cpu")
     many.judge_all(discover.get_problem("gemm"), found, Options(device="cpu"), many.Lines(out, None),
-                   lambda *a: pytest.fail("nothing to judge"), run)
+                   _NothingToJudge(), run)
     (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
     assert line["verdict"] == "error" and line["reasons"][0]["code"] == "import_error" and line["id"] == "gone"
     assert run.summary()["summary"]["verdicts"] == {"error": 1}
     from reports import schema
     assert not schema.problems(line, "many")
+
+
+class _NothingToJudge:
+    """An executor that fails the test if it is handed a job."""
+
+    def run(self, jobs, on_start=None):
+        assert not jobs, f"nothing should be judged, got {[j['path'] for j in jobs]}"
+        return iter(())

@@ -151,64 +151,107 @@ def _key(fp: dict) -> str:
 class Run:
     """One eval-many run's state: what has been judged, so a stop can still say it (the summary line)."""
 
-    def __init__(self, total: int, device: str, environment: dict | None = None):
+    def __init__(self, total: int, device: str, environment: dict | None = None, gpus: int = 1,
+                 executor: str = "inline"):
         self.total, self.device, self.environment = total, device, environment or {}
+        self.gpus, self.executor = max(1, gpus), executor
         self.counts: dict[str, int] = {}
         self.tally = {"judged": 0, "resumed": 0}
         self.t0 = time.monotonic()
 
     def summary(self, stopped: str | None = None) -> dict:
         """The last line: counts by verdict, how many were judged now and how many resumed, and the rate
-        (candidates judged in this run per hour of wall time; on cuda, per GPU: one GPU is used)."""
+        (candidates judged in this run per hour of wall time; on cuda, per GPU: divided by the GPUs judging)."""
         elapsed = time.monotonic() - self.t0
         rate = self.tally["judged"] / elapsed * 3600 if elapsed > 0 and self.tally["judged"] else None
+        if rate and self.device == "cuda":
+            rate /= self.gpus
         out = {"candidates": self.total, "verdicts": dict(self.counts), **self.tally, "elapsed_s": round(elapsed, 1),
                "device": self.device, "per_hour" + ("_per_gpu" if self.device == "cuda" else ""):
-                   round(rate, 1) if rate else None}
+                   round(rate, 1) if rate else None, "gpus": self.gpus, "executor": self.executor}
         if stopped:
             out["interrupted"] = stopped
         out["environment"] = self.environment       # the machine (GPU, driver, versions): what compare checks
         return {"schema": SCHEMA, "summary": out}
 
 
-def judge_all(problem, candidates: list[Candidate], opts, lines: Lines, judge_one, run: Run, progress=None,
-              fmt: str | None = None, backend: str | None = None) -> None:
-    """Judge each candidate (judge_one(problem, solution, opts) -> EvalRecord) and write its line as it finishes;
-    `run` keeps the tally. `progress(i, n, text)` is told about each candidate. `fmt` and `backend`: --format and
-    --backend (harness.formats); each file's format is otherwise found from its own names, so a batch may mix
-    native, KernelBench and GPU MODE files. A KernelBench file on a problem with no KernelBench mapping is its
-    own `unsupported` line (harness.judge.evaluate), not the end of the batch."""
+def judge_all(problem, candidates: list[Candidate], opts, lines: Lines, executor, run: Run, progress=None,
+              ship_source: bool = False, fmt: str | None = None, backend: str | None = None) -> None:
+    """Judge every candidate on `executor` (harness.judge.executors: inline, one per GPU, or Ray) and write the
+    lines in the candidates' order, whatever order the judgements finish in: a line waits only for those before
+    it, so the output (and the --out file) is the same for one GPU or eight. `run` keeps the tally;
+    `progress(i, n, text)` is told about each candidate as soon as it is judged. A stop (Interrupted) still writes
+    every line already judged, out of turn, before it goes on up: nothing judged is lost, and each line carries its
+    index. `ship_source`: jobs carry the candidate's text (for judges on other hosts). `fmt` and `backend`: --format
+    and --backend (harness.formats); each file's format is otherwise found from its own names, so a batch may mix
+    native, KernelBench and GPU MODE files."""
     from harness import discover
+    from harness.judge.executors import task
     from harness.judge.fingerprint import fingerprint
+    total = len(candidates)
+    ready: dict[int, dict] = {}           # judged (or known without judging), not yet written
+    copies: dict[int, list[int]] = {}     # a judged candidate -> the later ones with the same fingerprint
+    first: dict[str, int] = {}
+    jobs = []
     for i, cand in enumerate(candidates):
         try:
             solution = discover.get_solution(problem.id, str(cand.path), fmt=fmt, backend=backend)
         except UsageError as exc:        # gone since it was listed: this candidate's line says so, the rest go on
-            _write(lines, run, progress, len(candidates),
-                   {"schema": SCHEMA, "problem": problem.id, "solution": cand.id, "path": str(cand.path),
-                    "backend": None, "device": opts.device, "verdict": "error", "cases": {}, "timings": [],
-                    "reasons": [{"code": "import_error", "detail": str(exc), "repro": ""}],
-                    "index": i, "id": cand.id, "source": str(cand.path), "resumed": False, "wall_s": 0.0})
+            _done(run, progress, total, ready, _gone(problem, cand, i, opts, str(exc)))
             continue
-        fp = fingerprint(problem, solution, opts)
-        old = lines.previous.get(_key(fp))
+        fp = _key(fingerprint(problem, solution, opts))
+        old = lines.previous.get(fp)
         if old is not None:
-            doc = dict(old, index=i, id=cand.id, source=str(cand.path), resumed=True)
+            _done(run, progress, total, ready, dict(old, index=i, id=cand.id, source=str(cand.path), resumed=True))
+        elif fp in first:                # the same source again in this run: judged once, its line repeated
+            copies[first[fp]].append(i)
         else:
-            started = time.monotonic()
-            record = judge_one(problem, solution, opts)
-            doc = dict(record.to_json(), schema=SCHEMA, index=i, id=cand.id, source=str(cand.path), resumed=False,
-                       wall_s=round(time.monotonic() - started, 2))
-        if not doc["resumed"]:
-            lines.previous[_key(fp)] = doc        # the same source again later in this run: judged once
-        _write(lines, run, progress, len(candidates), doc)
+            first[fp], copies[i] = i, []
+            jobs.append(task.make_job(i, problem, solution, opts, ship_source=ship_source, fmt=fmt,
+                                      backend=backend))
+    written = [0]
+    try:
+        _release(lines, ready, written)
+        for job, result in executor.run(jobs):
+            i = job["index"]
+            cand = candidates[i]
+            doc = dict(result["record"], schema=SCHEMA, index=i, id=cand.id, source=str(cand.path), resumed=False,
+                       wall_s=result["wall_s"], judged_by=result["where"])
+            _done(run, progress, total, ready, doc)
+            for j in copies[i]:
+                _done(run, progress, total, ready,
+                      dict(doc, index=j, id=candidates[j].id, source=str(candidates[j].path), resumed=True))
+            _release(lines, ready, written)
+    except BaseException:
+        for i in sorted(ready):          # stopped: what was judged is written all the same, out of turn
+            lines.write(ready.pop(i))
+        raise
 
 
-def _write(lines: Lines, run: Run, progress, total: int, doc: dict) -> None:
-    lines.write(doc)
+def _gone(problem, cand: Candidate, i: int, opts, detail: str) -> dict:
+    return {"schema": SCHEMA, "problem": problem.id, "solution": cand.id, "path": str(cand.path),
+            "backend": None, "device": opts.device, "verdict": "error", "cases": {}, "timings": [],
+            "reasons": [{"code": "import_error", "detail": detail, "repro": ""}],
+            "index": i, "id": cand.id, "source": str(cand.path), "resumed": False, "wall_s": 0.0}
+
+
+def _done(run: Run, progress, total: int, ready: dict, doc: dict) -> None:
+    """A candidate's line is known: count it, say so, and hold it until the lines before it are out."""
     run.tally["resumed" if doc["resumed"] else "judged"] += 1
     run.counts[doc["verdict"]] = run.counts.get(doc["verdict"], 0) + 1
+    ready[doc["index"]] = doc
     if progress is not None:
         codes = ",".join(sorted({r["code"] for r in doc.get("reasons", [])}))
-        progress(doc["index"] + 1, total, f"{doc['id']}: {doc['verdict']}" + (f" ({codes})" if codes else "")
-                 + (" (resumed)" if doc["resumed"] else f" in {doc['wall_s']:.1f}s"))
+        where = doc.get("judged_by") or {}
+        on = f" on GPU {where['device']}" if where.get("executor") in ("local", "ray") and where.get("device") \
+            else ""
+        progress(run.tally["judged"] + run.tally["resumed"], total,
+                 f"{doc['id']}: {doc['verdict']}" + (f" ({codes})" if codes else "")
+                 + (" (resumed)" if doc["resumed"] else f" in {doc['wall_s']:.1f}s{on}"))
+
+
+def _release(lines: Lines, ready: dict, written: list) -> None:
+    """Write the lines that no earlier line is still waiting for."""
+    while written[0] in ready:
+        lines.write(ready.pop(written[0]))
+        written[0] += 1

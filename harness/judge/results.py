@@ -129,10 +129,16 @@ class ResultsFile:
         """The stored record under `problem/solution@device`, if any."""
         return next((r for r in self.doc["records"] if f"{r['problem']}/{r['solution']}@{r['device']}" == key), None)
 
-    def add(self, record: EvalRecord) -> None:
+    def add(self, record: EvalRecord, order: list[str] | None = None) -> None:
+        """Store `record` (replacing its key's old one) and save. `order`: the run's plan, as keys; its records
+        then stand in that order, after any others the file holds, so the file is the same whichever judgement
+        finished first (several GPUs, a cluster)."""
         self.doc["records"] = [r for r in self.doc["records"]
                                if f"{r['problem']}/{r['solution']}@{r['device']}" != record.key]
         self.doc["records"].append(record.to_json())
+        if order:
+            rank = {key: i for i, key in enumerate(order)}
+            self.doc["records"].sort(key=lambda r: rank.get(f"{r['problem']}/{r['solution']}@{r['device']}", -1))
         self.save()
 
     def mark_interrupted(self, how: dict) -> None:

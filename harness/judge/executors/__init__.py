@@ -1,0 +1,52 @@
+"""Where judgements run: the executors behind `gauntlet run` and `gauntlet eval-many`.
+
+- inline (the default): one candidate after another in the CLI's own process, as `gauntlet eval` judges one.
+- local (`--gpus N|all`): one judge process per GPU of this host, each pinned to its GPU (local.py, slot.py; which
+  GPU a slot gets: slots.py, the rule the pytest plugin's xdist pinning uses too).
+- ray (`--executor ray [--address ADDR]`): one Ray task per candidate, beyond one host (cluster.py).
+
+All three run the same job in a trusted judge process (task.py: harness.judge.evaluate, which starts the confined
+workers as always) and hand back (job, result) pairs as judgements finish; the commands, not the executors, put the
+results in order and write them, so the results file and the lines are the same whichever executor made them.
+They live in a package of their own, under judge/ (they are judge-side code: no candidate reaches them), so that
+the CLI only chooses one, and Ray stays an optional import of one module.
+"""
+from __future__ import annotations
+
+
+class InlineExecutor:
+    """Judges each job in this process, one at a time, in the order given."""
+
+    kind = "inline"
+    gpus = 1
+
+    def run(self, jobs: list[dict], on_start=None):
+        from harness.judge.executors import task
+        for job in jobs:
+            if on_start:
+                on_start(job, {"executor": "inline"})
+            yield job, task.judge(job, where={"executor": "inline"})
+
+    def close(self) -> None:
+        pass
+
+
+def make(kind: str | None, device: str, gpus: str | None = None, address: str | None = None):
+    """The executor the options ask for. ValueError (the user's error) for a combination that cannot work."""
+    from harness.judge.executors import slots
+    if address and kind != "ray":
+        raise ValueError("--address is for --executor ray")
+    if kind == "ray":
+        from harness.judge.executors.cluster import RayExecutor
+        logical = None
+        if gpus is not None:
+            if address:
+                raise ValueError("--gpus with --address: the cluster says how many GPUs it has")
+            logical = len(slots.slot_devices(gpus, device))
+        elif device == "cpu" and not address:
+            logical = slots.logical_count() or 1
+        return RayExecutor(address=address, num_gpus=logical)
+    if gpus is None:                  # --executor local without --gpus: this process, as before
+        return InlineExecutor()
+    from harness.judge.executors.local import LocalExecutor
+    return LocalExecutor(slots.slot_devices(gpus, device))
