@@ -135,8 +135,9 @@ def test_eval_many_judges_both_formats_bad_files_fail_and_says_which_adapter():
     stdout = io.StringIO()
     run = many.Run(len(files), "cpu")
     opts = Options(device="cpu", dtypes=("float32",), examples=1, max_edges=1, timing=False, seed=1)
-    many.judge_all(problem, [many.Candidate(p.stem, p) for p in files], opts, many.Lines(stdout, None), evaluate,
-                   run)
+    from harness.judge.executors import InlineExecutor
+    many.judge_all(problem, [many.Candidate(p.stem, p) for p in files], opts, many.Lines(stdout, None),
+                   InlineExecutor(), run)
     lines = [json.loads(line) for line in stdout.getvalue().splitlines()]
     assert [(r["format"], r["verdict"]) for r in lines] == [("kernelbench", "fail"), ("gpumode", "fail")]
     assert [r["reasons"][0]["code"] for r in lines] == ["mismatch", "mismatch"]

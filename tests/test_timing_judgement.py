@@ -249,6 +249,23 @@ def test_round_ratio_halfwidth_follows_the_rounds_spread():
     assert scoring.round_ratio_halfwidth(spiked, steady) < 1.2 * hw
 
 
+def test_the_rule_waits_while_the_pooled_ratio_and_the_rounds_disagree():
+    cand = {r: [1.0] * 5 for r in range(10)}
+    base = {r: [0.96] * 5 for r in range(10)}
+    assert abs(scoring.pooled_vs_rounds(base, cand)) < 1e-12
+    # Six rounds whose medians say 1.0 (two of five calls slowed), four that say 1.5: the rounds' centre is 1.0, the
+    # pooled median of all fifty calls 1.5.
+    base = {r: [1.0, 1.0, 1.0, 2.0, 2.0] if r < 6 else [1.5] * 5 for r in range(10)}
+    assert scoring.round_ratio_halfwidth(base, cand) < math.inf
+    assert scoring.pooled_vs_rounds(base, cand) > bench.PRECISION
+    s, _ = _schedule()
+    s.samples = {"candidate": [{"round": r, "ms": v} for r, v in cand.items()],
+                 "cublas": [{"round": r, "ms": v} for r, v in base.items()]}
+    assert not s.precise_enough(["cublas"])
+    s.samples["cublas"] = [{"round": r, "ms": [0.96] * 5} for r in range(10)]
+    assert s.precise_enough(["cublas"])
+
+
 def test_candidate_running_a_library_kernel_in_timed_calls_is_forbidden():
     s, _ = _schedule(kernel=CUBLAS)
     s.run(budget_s=0.2)

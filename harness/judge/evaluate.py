@@ -20,7 +20,7 @@ from harness.judge import (audit, bytecode, check, conventions, environment, fai
 from harness.judge.watchdog import TimeBudget
 from harness.protocol import digest
 from harness.discover import SolutionInfo
-from harness.judge.isolate import Child, ChildFailed
+from harness.judge.isolate import Child, ChildFailed, close_all
 from harness.inputs import make_inputs
 from harness.judge.oracle import expected_for
 from harness.problem import DtypeSpec, Problem
@@ -263,12 +263,7 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
             if timing:
                 timed.time_dtype(judge, spec, opts, record)
     finally:
-        if first is not None:
-            first.close()
-        if judge is not None:
-            judge.child.close()
-        if base is not None:
-            base.close()
+        close_all([first, judge.child if judge is not None else None, base])
     for name, summary in _scores(record).items():
         record.score[name] = summary
 

@@ -131,6 +131,18 @@ def _on_site_path(folder: Path) -> bool:
     return any(Path(s).resolve() == folder for s in sites if s)
 
 
+def close_all(children: list) -> None:
+    """Close workers together: each is asked to exit first, then all are waited for (up to 5 s in all), so their
+    teardowns (a CUDA context's takes about a second) overlap instead of adding up. Unwinding from Ctrl-C (or the
+    CLI's Interrupted): no polite exit, which a worker busy in solve() would answer only after the wait; its whole
+    tree is killed now, escaped processes included."""
+    stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+    asked = [(child, child._ask_exit(stopping)) for child in children if child is not None]
+    deadline = time.monotonic() + 5.0
+    for child, waited in asked:
+        child._finish_close(waited, stopping, deadline)
+
+
 class Child:
     """`problem`: the Problem the parent loaded (an id is looked up on the search path in force, here, in the
     parent). The worker is handed the problem's folder and its baselines' files, not names to resolve again."""
@@ -308,21 +320,27 @@ class Child:
             return ""
 
     def close(self) -> None:
-        # Unwinding from Ctrl-C (or the CLI's Interrupted): no polite exit, which a worker busy in solve() would
-        # answer only after the 5 s wait; its whole tree is killed now, escaped processes included.
-        stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+        close_all([self])
+
+    def _ask_exit(self, stopping: bool) -> bool:
+        """The first half of closing: let the worker run and ask it to exit. Whether it is to be waited for."""
         if not stopping:
             self.cont()
         self.watchdog.stop()
-        if self.alive:
-            self.alive = False
+        if not self.alive:
+            return False
+        self.alive = False
+        try:
+            if not stopping:
+                protocol.send(self.req_w, {"op": "exit"})
+        except OSError:
+            pass
+        return True
+
+    def _finish_close(self, waited: bool, stopping: bool, deadline: float) -> None:
+        if waited:
             try:
-                if not stopping:
-                    protocol.send(self.req_w, {"op": "exit"})
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=0 if stopping else 5)
+                self.proc.wait(timeout=0 if stopping else max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
         if stopping:

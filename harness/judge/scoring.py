@@ -72,6 +72,20 @@ def round_ratio_halfwidth(base_rounds: dict, cand_rounds: dict) -> float:
     return math.expm1(t * 1.2533 * sigma / math.sqrt(len(logs)))
 
 
+def pooled_vs_rounds(base_rounds: dict, cand_rounds: dict) -> float:
+    """log(pooled ratio) - median of the rounds' log ratios, on the paired rounds: near 0 when the figure reported
+    (median of every base call / median of every candidate call) is what the rounds say; far from it when some
+    rounds' calls are disturbed (slow) on one side only."""
+    rounds = sorted(set(base_rounds) & set(cand_rounds))
+    if not rounds:
+        return math.inf
+    pooled = math.log(statistics.median([x for r in rounds for x in base_rounds[r]])
+                      / statistics.median([x for r in rounds for x in cand_rounds[r]]))
+    centre = statistics.median(math.log(statistics.median(base_rounds[r]) / statistics.median(cand_rounds[r]))
+                               for r in rounds)
+    return pooled - centre
+
+
 def geomean(xs: list[float]) -> float | None:
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
