@@ -153,3 +153,26 @@ def test_verify_uses_its_cache_and_still_verifies(cache, monkeypatch):
     environment.verify.cache_clear()
     assert second["verified"] == first["verified"] and second["files_checked"] == first["files_checked"]
     assert len(hashed) < first["files_checked"] // 10
+
+
+def test_the_idle_flush_time_is_kept_per_card_and_stands_in_for_one_measured_beside_a_candidate(cache, monkeypatch):
+    from harness.judge import timed
+    monkeypatch.setattr(peaks, "_card_key", lambda device: "H100|GPU-1|driver 13000|torch x|cuda 13.0")
+    assert peaks.cached_quiet("cuda") is None             # first judgement on this card: the gated start
+    peaks.remember_quiet("cuda", 0.040)
+    peaks.remember_quiet("cuda", 0.055)                   # a busier reading does not replace the idle one
+    peaks.remember_quiet("cuda", None)
+    assert peaks.cached_quiet("cuda") == 0.040
+
+    class Base:                                           # a baseline worker whose start is still under way
+        hello = None
+
+        def finish_start(self):
+            self.hello = {"ok": True, "quiet_ms": 0.9}    # measured while the candidate's worker ran beside it
+    base = Base()
+    timed.ensure_baseline(base, None, peaks.cached_quiet("cuda"))
+    assert base.hello["quiet_ms"] == 0.040
+    gated = Base()
+    gated.hello = {"ok": True, "quiet_ms": 0.035}
+    timed.ensure_baseline(gated, None, None)              # no known value: its own (gated) measurement stands
+    assert gated.hello["quiet_ms"] == 0.035

@@ -236,14 +236,20 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
     # The candidate's worker is spawned beside it, gated: its harness start-up (imports: most of a worker's
     # start) overlaps the baseline's, and it touches the GPU and imports the candidate only once the baseline
     # worker has said hello (harness.judge.isolate, deferred start).
+    # Where this card's idle flush time is known from an earlier judgement (harness.judge.peaks.cached_quiet), the
+    # candidate is not held back: its correctness phase overlaps the baseline worker's start, and the known idle
+    # time stands in for the one the baseline worker measures now, beside the candidate (timed.ensure_baseline).
     base = timed.start_baseline_worker(problem, opts.device, opts.sandbox, deferred=True) if timing else None
+    quiet = timed.known_quiet() if base is not None else None
     judge, first = None, None
     budget = TimeBudget(opts.time_limit_s)       # shared by every candidate worker of this judgement
     try:
         if base is not None:
             first = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget,
                           deferred=True, fmt=solution.format)
-            timed.finish_baseline_start(base, problem)
+            if quiet is None:
+                timed.finish_baseline_start(base, problem)
+                timed.learn_quiet(base)
         for i, spec in enumerate(dtypes):
             if judge is None or not judge.child.alive:
                 # A crash or a sticky CUDA error costs one dtype, not all: the next one gets a fresh process.
@@ -261,6 +267,7 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
             if reasons:
                 continue
             if timing:
+                timed.ensure_baseline(base, problem, quiet)
                 timed.time_dtype(judge, spec, opts, record)
     finally:
         close_all([first, judge.child if judge is not None else None, base])

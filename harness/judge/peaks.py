@@ -84,7 +84,7 @@ def cached_peaks(device, dtypes: dict) -> dict:
         fresh = measure_peaks(device, missing)
         known = {**known, **fresh}
         remember(device, known)
-    return {name: known[name] for name in list(dtypes) + ["copy_gbps"] if name in known}
+    return {name: known[name] for name in list(dtypes) + ["copy_gbps"] if name in known}   # (not quiet_ms)
 
 
 def remember(device, peaks: dict) -> None:
@@ -99,6 +99,28 @@ def remember(device, peaks: dict) -> None:
         elif isinstance(value, dict) and value.get("tflops", 0.0) >= (old.get(name) or {}).get("tflops", 0.0):
             merged[name] = value
     store[key] = merged
+    _save(store)
+
+
+def cached_quiet(device) -> float | None:
+    """This card's idle L2-flush time (ms), as a baseline worker measured it before any candidate existed in an
+    earlier judgement, or None. With it, a judgement need not hold its candidate's worker back until its own
+    baseline worker has measured the idle GPU (harness.judge.evaluate): the candidate's correctness phase overlaps
+    the baseline worker's start-up."""
+    value = _load().get(_card_key(device), {}).get("quiet_ms")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def remember_quiet(device, quiet_ms) -> None:
+    """Keep the least idle flush time measured on this card (a busier GPU only reads slower)."""
+    if not isinstance(quiet_ms, (int, float)) or quiet_ms <= 0:
+        return
+    key = _card_key(device)
+    store = _load()
+    entry = store.setdefault(key, {})
+    old = entry.get("quiet_ms")
+    entry["quiet_ms"] = min(float(quiet_ms), float(old)) if isinstance(old, (int, float)) and old > 0 else \
+        float(quiet_ms)
     _save(store)
 
 

@@ -40,6 +40,34 @@ def finish_baseline_start(base: Child, problem) -> None:
         raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
 
 
+def known_quiet() -> float | None:
+    """This card's idle flush time from the judge's cache (harness.judge.peaks.cached_quiet), or None."""
+    from harness.judge import peaks
+    try:
+        return peaks.cached_quiet(torch.device("cuda"))
+    except (RuntimeError, OSError):
+        return None
+
+
+def learn_quiet(base: Child) -> None:
+    """Keep the idle flush time a baseline worker measured before any candidate existed (a gated start)."""
+    from harness.judge import peaks
+    try:
+        peaks.remember_quiet(torch.device("cuda"), (base.hello or {}).get("quiet_ms"))
+    except (RuntimeError, OSError):
+        pass
+
+
+def ensure_baseline(base: Child, problem, quiet: float | None) -> None:
+    """The baseline worker's start finished (it may have been left to overlap the candidate's correctness phase);
+    with `quiet` known, the idle flush time the quiet check compares against is the known one, never one measured
+    while the candidate's worker was running beside it."""
+    if base.hello is None:
+        finish_baseline_start(base, problem)
+    if quiet is not None:
+        base.hello["quiet_ms"] = min(quiet, float(base.hello.get("quiet_ms") or quiet))
+
+
 def time_dtype(judge, spec, opts, record) -> None:
     problem = judge.problem
     for bench in (opts.shapes or problem.benchmark)[:opts.max_shapes]:
