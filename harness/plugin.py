@@ -108,7 +108,12 @@ def _solution_folders(config) -> dict:
 
 class SolutionFile(pytest.File):
     def collect(self):
-        problem = discover.get_problem(self.path.parent.name)
+        try:
+            problem = discover.get_problem(self.path.parent.name)
+        except (discover.ProblemError, discover.SearchPathError) as exc:
+            # The problem author's (or the search path's) error, not the kernel's: said in one line, without a
+            # traceback through the harness (pytest prints a CollectError's message alone).
+            raise self.CollectError(f"gauntlet: the problem, not this kernel, is at fault: {exc}") from None
         solution = discover.read_solution(self.path.resolve(), problem.id)
         if solution.dtypes is not None and not set(solution.dtypes) & set(problem.dtypes):
             # No dtype to judge: one item, judged on every dtype, which fails as nothing_judged, rather than one
