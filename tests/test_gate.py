@@ -124,7 +124,7 @@ def test_a_base_that_cannot_be_read_stops_the_session_before_anything_runs(pytes
 def test_a_kernel_judged_wrong_on_the_cpu_is_a_regression_of_its_stored_pass(pytester):
     """A real judgement (CPU records have no timings): the stored file says wrong_sign passed; judged now, it fails,
     and the gate names it. One record is planted, the base's: the judgement is the plugin's own."""
-    _make_project(pytester.path, {k: v for k, v in PROJECT.items() if "fused" not in k and "my_gemm" not in k})
+    _make_project(pytester.path, {k: v for k, v in PROJECT.items() if "fused" not in k})
     base = {"schema": "gauntlet.run/1", "environment": {"device": "cpu"}, "records": [
         {"problem": "scale_add", "solution": "wrong_sign", "device": "cpu", "verdict": "pass", "reasons": []}]}
     (pytester.path / "main.json").write_text(json.dumps(base))
