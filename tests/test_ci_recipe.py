@@ -72,18 +72,6 @@ class Runner:
         return self.project / self.env[env_name]
 
 
-@pytest.fixture(scope="module")
-def judged(tmp_path_factory) -> Runner:
-    """The judge step, once: pytest exits 1 (wrong_sign fails), which the step accepts; the results are written."""
-    runner = Runner(tmp_path_factory.mktemp("ci"))
-    code, out = runner.run("judge")
-    assert code == 0 and "pytest exit status 1" in out, out
-    assert "1 failed, 1 passed" in out, out
-    records = {r["solution"]: r["verdict"] for r in json.loads(runner.path("GAUNTLET_RESULTS").read_text())["records"]}
-    assert records == {"fused": "pass", "wrong_sign": "fail"}
-    return runner
-
-
 def test_the_tested_steps_take_their_settings_from_env_and_the_workflow_is_not_active_here():
     steps = _steps()
     assert set(TESTED) <= set(steps)
@@ -93,38 +81,37 @@ def test_the_tested_steps_take_their_settings_from_env_and_the_workflow_is_not_a
     assert WORKFLOW.parent != CHECKOUT / ".github" / "workflows"
 
 
-def test_main_s_first_run_has_nothing_to_compare_and_stores_its_results(judged):
-    base = judged.path("GAUNTLET_BASE")
+def test_the_recipe_judges_once_and_gates_on_main_s_stored_results(tmp_path):
+    """One judgement of the project, then the gate three ways. One test, not a module fixture: under pytest-xdist
+    a module fixture is made again in every worker that runs one of its tests, and these steps share a workspace."""
+    job = Runner(tmp_path)
+    code, out = job.run("judge")            # pytest exits 1 (wrong_sign fails); the step accepts it
+    assert code == 0 and "pytest exit status 1" in out and "1 failed, 1 passed" in out, out
+    results, base = job.path("GAUNTLET_RESULTS"), job.path("GAUNTLET_BASE")
+    doc = json.loads(results.read_text())
+    assert {r["solution"]: r["verdict"] for r in doc["records"]} == {"fused": "pass", "wrong_sign": "fail"}
+
+    # main's first run: nothing stored yet, nothing compared; then its results are stored
     assert not base.exists()
-    code, out = judged.run("compare")
-    assert code == 0, out
-    assert "No results stored by main yet" in judged.summary
-    code, out = judged.run("store")
-    assert code == 0 and base.read_bytes() == judged.path("GAUNTLET_RESULTS").read_bytes(), out
+    code, out = job.run("compare")
+    assert code == 0 and "No results stored by main yet" in job.summary, out
+    code, out = job.run("store")
+    assert code == 0 and base.read_bytes() == results.read_bytes(), out
 
+    # a branch judged as main was: wrong_sign failed on main too, a known failure, not this change's regression
+    code, out = job.run("compare")
+    assert code == 0 and "**0 regression(s)**" in job.summary, out + job.summary
+    assert job.path("GAUNTLET_MARKDOWN").is_file()
 
-def test_a_branch_judged_as_main_was_passes_the_gate(judged):
-    """wrong_sign failed on main as well: a known failure, not this change's regression."""
-    base = judged.path("GAUNTLET_BASE")
-    base.parent.mkdir(parents=True, exist_ok=True)
-    base.write_bytes(judged.path("GAUNTLET_RESULTS").read_bytes())
-    code, out = judged.run("compare")
-    assert code == 0, out
-    assert "**0 regression(s)**" in judged.summary and judged.path("GAUNTLET_MARKDOWN").is_file()
-
-
-def test_a_kernel_that_passed_on_main_and_fails_now_fails_the_gate(judged):
-    doc = json.loads(judged.path("GAUNTLET_RESULTS").read_text())
+    # main's results with a planted pass for wrong_sign: the kernel passed on main and fails now
     for record in doc["records"]:
         if record["solution"] == "wrong_sign":
-            record.update(verdict="pass", reasons=[])              # planted: main's wrong_sign passed
-    base = judged.path("GAUNTLET_BASE")
-    base.parent.mkdir(parents=True, exist_ok=True)
+            record.update(verdict="pass", reasons=[])
     base.write_text(json.dumps(doc))
-    code, out = judged.run("compare")
+    code, out = job.run("compare")
     assert code == 1, out
-    assert "**1 regression(s)**" in judged.summary and "| scale_add/wrong_sign@cpu | fail | mismatch |" in \
-        judged.summary, judged.summary
+    assert "**1 regression(s)**" in job.summary, job.summary
+    assert "| scale_add/wrong_sign@cpu | fail | mismatch |" in job.summary, job.summary
 
 
 def test_a_usage_error_stops_the_job_at_the_judge_step(tmp_path):
