@@ -133,20 +133,51 @@ def all_problems(sp: SearchPath | None = None) -> list[Problem]:
 def _checked(problem: Problem, sp: SearchPath, located: Located) -> Problem:
     """The problem's baselines are solutions that exist: a typo is the problem author's error, said at load. Their
     files are kept on the problem (`baseline_paths`), so every process judges against the very same ones."""
-    folders = solution_folders(problem.id, sp, located)
     for label, name in problem.baselines.items():
-        # A baseline may be a _private file: one that `gauntlet run` does not judge as a solution of its own.
-        files = [f / f"{name}.py" for f in folders if isinstance(name, str) and (f / f"{name}.py").is_file()]
+        files, where = _baseline_candidates(problem, label, name, sp, located)
         if not files:
-            where = ", ".join(str(f) for f in folders) or f"solutions/{problem.id}/ (no such folder on the search path)"
-            known = [p.stem for f in folders for p in sorted(f.glob("*.py"))]
-            raise ProblemError(f"{problem.root / 'problem.yaml'}: baseline {label!r} names solution {name!r}, "
-                               f"which does not exist in {where}; known: {', '.join(known) or 'none'}")
+            raise ProblemError(_missing_baseline(problem, label, name, where))
         if len(files) > 1:
             raise SearchPathError(f"baseline {name!r} of problem {problem.id!r} is found twice: {files[0]} and "
                                   f"{files[1]}; rename one")
         problem.baseline_paths[label] = files[0]
     return problem
+
+
+def _baseline_candidates(problem: Problem, label, name, sp: SearchPath, located: Located) -> tuple[list, list]:
+    """(files named by the baseline, folders searched). `name` is a solution of this problem, private (`_name`) or
+    not; `other/name` is one of problem `other`'s, in the user's solutions/<other>/ folders and in Gauntlet's own
+    solutions/<other>/ (also when this problem is the user's: naming it is the author's explicit choice), so a
+    user's problem can take a shipped solution, such as `gemm/torch_matmul` (cuBLAS), as its baseline."""
+    parts = name.split("/") if isinstance(name, str) else []
+    if not (1 <= len(parts) <= 2 and all(p and p.isidentifier() for p in parts)):
+        raise ProblemError(f"{problem.root / 'problem.yaml'}: baseline {label!r} must be a solution's name "
+                           f"(NAME, a file NAME.py beside this problem's solutions) or PROBLEM/NAME (another "
+                           f"problem's, Gauntlet's own included), got {name!r}")
+    if len(parts) == 1:
+        folders = solution_folders(problem.id, sp, located)
+    else:
+        folders = [(Path(root) / parts[0]).resolve() for root in (*sp.solutions, solutions_dir())]
+        folders = [f for i, f in enumerate(folders) if f.is_dir() and f not in folders[:i]]
+    return [f / f"{parts[-1]}.py" for f in folders if (f / f"{parts[-1]}.py").is_file()], folders
+
+
+def _missing_baseline(problem: Problem, label: str, name: str, folders: list) -> str:
+    """What was searched, what exists, and, where Gauntlet ships a solution of that name, what to write instead."""
+    owner = name.split("/")[0] if "/" in name else problem.id
+    where = ", ".join(str(f) for f in folders) or f"solutions/{owner}/ (no such folder on the search path)"
+    known = [p.stem for f in folders for p in sorted(f.glob("*.py"))]
+    message = (f"{problem.root / 'problem.yaml'}: baseline {label!r} names solution {name!r}, which does not exist "
+               f"in {where}; known: {', '.join(known) or 'none'}")
+    stem = name.split("/")[-1]
+    shipped = sorted(f.parent.name for f in solutions_dir().glob(f"*/{stem}.py")
+                     if f"{f.parent.name}/{stem}" != name)
+    if problem.id in shipped:             # a copy of a shipped problem: its own shipped baseline is the one meant
+        shipped = [problem.id]
+    if shipped:
+        choices = " or ".join(f"`{label}: {pid}/{stem}`" for pid in shipped)
+        message += f". Gauntlet ships a solution of that name: to use it, write {choices} under `baselines:`"
+    return message
 
 
 def baseline_files(problem: Problem) -> dict[str, Path]:

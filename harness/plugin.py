@@ -69,6 +69,15 @@ def pytest_addoption(parser):
     group.addoption("--gauntlet-timing", action="store_true", help="also time on cuda (slower; default off)")
     group.addoption("--gauntlet-sandbox", choices=("require", "auto", "off"), default="auto",
                     help="OS confinement of the workers (default auto: what the kernel offers, recorded)")
+    group.addoption("--gauntlet-out", metavar="PATH", default=None,
+                    help="write this session's records to PATH as a results file (one record per problem x "
+                         "solution, as `gauntlet run --out` writes; `gauntlet report` and `gauntlet compare` read it)")
+    group.addoption("--gauntlet-compare", metavar="BASE", default=None,
+                    help="after the session, compare its records with the results file BASE (as `gauntlet compare "
+                         "BASE NEW`), print the Markdown and fail the session on a regression: a pass that is no "
+                         "longer one, or a slowdown beyond --gauntlet-fail-on whose interval says it is real")
+    group.addoption("--gauntlet-fail-on", metavar="PCT", type=float, default=5.0,
+                    help="the slowdown, in percent, that --gauntlet-compare fails on (default 5)")
 
 
 def pytest_configure(config):
@@ -83,6 +92,59 @@ def pytest_configure(config):
         sandbox.check_mode(config.getoption("--gauntlet-sandbox", "auto"))
     except sandbox.Unavailable as exc:
         raise pytest.UsageError(f"gauntlet: {exc}") from None
+    _configure_gate(config)
+
+
+def _configure_gate(config) -> None:
+    """--gauntlet-out / --gauntlet-compare: checked before anything is judged, so a typo in a CI job costs seconds.
+    The controller gathers the records and compares; under pytest-xdist the workers only judge."""
+    out, base = config.getoption("--gauntlet-out", None), config.getoption("--gauntlet-compare", None)
+    fail_on = config.getoption("--gauntlet-fail-on", 5.0)
+    if not 0 <= fail_on < 1000:
+        raise pytest.UsageError(f"gauntlet: --gauntlet-fail-on must be a percentage in [0, 1000), got {fail_on}")
+    if not (out or base) or hasattr(config, "workerinput"):
+        return
+    from harness.judge import gate
+    try:
+        stored = gate.load_base(Path(base)) if base else None
+    except gate.GateError as exc:
+        raise pytest.UsageError(f"gauntlet: --gauntlet-compare: {exc}") from None
+    config.pluginmanager.register(SessionGate(out, base, stored, fail_on), "gauntlet-gate")
+
+
+class SessionGate:
+    """This session's records, from each item's report (`user_properties`, which pytest-xdist carries back to the
+    controller), written out and compared at the end (harness.judge.gate)."""
+
+    def __init__(self, out, base_name, base, fail_on):
+        self.out = Path(out) if out else None
+        self.base_name, self.base, self.fail_on = base_name, base, fail_on
+        self.records: list[dict] = []
+        self.doc = None
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call":
+            self.records += [value for name, value in report.user_properties if name == "gauntlet"]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session):
+        """Before the terminal summary (which prints the Markdown); a regression turns a passing session's exit
+        status into 1 (tests failed), and leaves any worse status as it is."""
+        from harness.judge import gate
+        if self.out:
+            gate.write(self.out, self.records)
+        if self.base is None:
+            return
+        self.doc = gate.check(self.base, self.base_name, self.records, self.fail_on, self.out)
+        if self.doc["regressions"] and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.doc is None:
+            return
+        count = len(self.doc["regressions"])
+        terminalreporter.write_sep("=", f"gauntlet compare: {count} regression(s)", red=bool(count), green=not count)
+        terminalreporter.write_line(self.doc["markdown"].rstrip())
 
 
 def pytest_unconfigure(config):
@@ -107,7 +169,12 @@ def _solution_folders(config) -> dict:
 
 class SolutionFile(pytest.File):
     def collect(self):
-        problem = discover.get_problem(self.path.parent.name)
+        try:
+            problem = discover.get_problem(self.path.parent.name)
+        except (discover.ProblemError, discover.SearchPathError) as exc:
+            # The problem author's (or the search path's) error, not the kernel's: said in one line, without a
+            # traceback through the harness (pytest prints a CollectError's message alone).
+            raise self.CollectError(f"gauntlet: the problem, not this kernel, is at fault: {exc}") from None
         solution = discover.read_solution(self.path.resolve(), problem.id)
         if solution.dtypes is not None and not set(solution.dtypes) & set(problem.dtypes):
             # No dtype to judge: one item, judged on every dtype, which fails as nothing_judged, rather than one

@@ -1,18 +1,19 @@
-"""Gauntlet works outside its checkout: a wheel built from the repository carries the harness, the reports and the
-shipped problems and solutions; installed in a fresh virtualenv that cannot see the checkout, `gauntlet list`,
-`gauntlet eval` and pytest in a user's own project (its own problem and kernels, found through [tool.gauntlet])
-all work, and nothing is written beside the installed package.
+"""Gauntlet works outside its checkout, installed as a user installs it. A wheel built from the repository carries
+the harness, the reports and the shipped problems and solutions; the README's "Use it in your own repository"
+recipe, run line by line in a fresh virtualenv that has nothing but torch (no system site-packages, the rest from
+the package index as pip resolves the wheel's dependencies), judges a user's own problem and kernels with pytest,
+including a problem whose baseline is a shipped solution, and nothing is written beside the installed package.
 
-Offline on purpose: the wheel is built with this interpreter's setuptools (--no-build-isolation) and installed with
---no-deps --no-index; the fresh venv borrows torch, hypothesis, PyYAML and pytest from this environment through a
-.pth line (a path line only: the .pth files there, such as an editable install's finder, are not run).
+The fresh virtualenv is made once per module (torch's install is most of this file's time) and skipped, with the
+reason, only when the package index cannot be reached. The wheel is built offline, with this interpreter's
+setuptools (--no-build-isolation).
 """
 import os
 import shutil
-import site
 import subprocess
 import sys
 import textwrap
+import urllib.request
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -26,8 +27,8 @@ pytest_plugins = ["pytester"]
 CHECKOUT = Path(__file__).resolve().parents[1]
 SHIPPED = ("pyproject.toml", "README.md", "harness", "reports", "problems", "solutions")
 
-# A user's project: its own problem, a baseline kept private (_eager.py: not judged itself), a kernel that is right
-# and one that is wrong, and a kernel for the shipped gemm problem.
+# A user's project (judged in this environment, through pytester): its own problem, a baseline kept private
+# (_eager.py: not judged itself), a kernel that is right and one that is wrong.
 PROJECT = {
     "pyproject.toml": """
         [project]
@@ -87,14 +88,66 @@ PROJECT = {
         def solve(x, y):
             return 2 * x - y
         """,
-    "my_gemm.py": """
+}
+
+
+# The fresh virtualenv's project: the README's recipe adds [tool.gauntlet] to this pyproject.toml. Its own problem
+# takes the shipped cuBLAS solution as its baseline (gemm/torch_matmul); one kernel splits K in two (right), one
+# drops the last K column (wrong). No kernel for a shipped problem: a gemm judgement would double this test's judging
+# time, and test_searchpath.py checks that such a kernel joins the shipped problem's solutions.
+RECIPE_PROJECT = {
+    "pyproject.toml": """
+        [project]
+        name = "my-kernels"
+        version = "0"
+        """,
+    "kernels/problems/my_mm/problem.yaml": """
+        id: my_mm
+        title: C = A @ B at my model's sizes
+        dims: [M, N, K]
+        dtypes:
+          float32: {torch: float32, k_norm: 8, k_elem: 0, floor: 64}
+        fuzz:
+          cpu: {M: [1, 48], N: [1, 48], K: [1, 80]}
+        benchmark:
+          - {M: 4096, N: 4096, K: 4096, source: "square 4096^3"}
+        baselines:
+          cublas: gemm/torch_matmul
+        flops: "2 * M * N * K"
+        bytes: "(M * K + K * N) * bytes_in + M * N * bytes_out"
+        """,
+    "kernels/problems/my_mm/reference.py": """
         import torch
 
+
+        def make_inputs(shape, dtype, seed, device):
+            g = torch.Generator(device=device).manual_seed(seed)
+            a = torch.randn(shape["M"], shape["K"], generator=g, device=device)
+            b = torch.randn(shape["K"], shape["N"], generator=g, device=device)
+            return a.to(dtype), b.to(dtype)
+
+
+        def reference(a, b):
+            return a @ b
+
+
+        def error_scale(a, b):
+            return ((a * a) @ (b * b)).sqrt()
+        """,
+    "kernels/solutions/my_mm/split_k.py": """
         BACKEND = "torch"
 
 
         def solve(a, b):
-            return torch.mm(a, b)
+            h = a.shape[1] // 2
+            return a[:, :h] @ b[:h] + a[:, h:] @ b[h:]
+        """,
+    "kernels/solutions/my_mm/drops_k_tail.py": """
+        BACKEND = "torch"
+
+
+        def solve(a, b):
+            return a[:, :-1] @ b[:-1]
         """,
 }
 
@@ -131,32 +184,54 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+def _recipe() -> list[str]:
+    """The command lines of the README's "Use it in your own repository" recipe, as a user would copy them."""
+    text = (CHECKOUT / "README.md").read_text()
+    section = text.split("\n## Use it in your own repository\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def _index_unreachable() -> str | None:
+    """Why the package index cannot be reached (None when it can): the one reason to skip, not to fail."""
+    url = os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple/"
+    try:
+        urllib.request.urlopen(url.rstrip("/") + "/pyyaml/", timeout=15).close()
+    except (OSError, ValueError) as exc:
+        return f"the package index {url} is unreachable ({exc}); this test installs Gauntlet's dependencies from it"
+    return None
+
+
+def _install(pip: Path, *args, cwd: Path) -> None:
+    code, out = _run([pip, "install", "-q", "--disable-pip-version-check", *args], cwd, _clean_env(), timeout=900)
+    if code != 0:
+        why = _index_unreachable()
+        if why:
+            pytest.skip(why)
+        raise AssertionError(f"pip install {' '.join(map(str, args))} failed:\n{out}")
+
+
 @pytest.fixture(scope="module")
-def fresh_venv(wheel, tmp_path_factory) -> Path:
-    """A venv made by the base interpreter (not this one, whose editable install points at the checkout), with the
-    wheel installed and this environment's site-packages appended for the dependencies."""
+def recipe_venv(tmp_path_factory) -> Path:
+    """A fresh virtualenv of the base interpreter (not this one, whose editable install points at the checkout),
+    without system site-packages, holding torch alone (GAUNTLET_TORCH, default torch==2.13.0, as bootstrap.sh
+    installs it): the README's starting point."""
     venv = tmp_path_factory.mktemp("venv") / "v"
     base = Path(getattr(sys, "_base_executable", "") or Path(sys.base_prefix) / "bin" / "python3")
-    code, out = _run([base, "-m", "venv", "--system-site-packages", "--without-pip", venv], cwd=venv.parent,
-                     env=os.environ)
+    code, out = _run([base, "-m", "venv", venv], cwd=venv.parent, env=_clean_env())
     assert code == 0, out
-    python = venv / "bin" / "python"
-    code, out = _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q",
-                      wheel], cwd=venv.parent, env=os.environ)
-    assert code == 0, out
-    # Only after the install, so pip never sees (let alone touches) this environment's packages.
-    purelib = Path(subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                           text=True).strip())
-    ours = [p for p in site.getsitepackages() if Path(p).resolve() != purelib.resolve()] if sys.prefix != \
-        sys.base_prefix else []
-    (purelib / "_gauntlet_test_dependencies.pth").write_text("".join(f"{p}\n" for p in ours))
+    _install(venv / "bin" / "pip", os.environ.get("GAUNTLET_TORCH", "torch==2.13.0"), cwd=venv.parent)
     return venv
 
 
-def _clean_env() -> dict:
-    """No route back to the checkout: no PYTHONPATH, no user site, no search-path setting of the outer run."""
+def _clean_env(venv: Path | None = None) -> dict:
+    """No route back to the checkout: no PYTHONPATH, no user site, no search-path setting of the outer run; with a
+    venv, its bin/ first on PATH, as `source bin/activate` would put it."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_PLUGINS") and not k.startswith("GAUNTLET_")}
+           if k not in ("PYTHONPATH", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "VIRTUAL_ENV")
+           and not k.startswith(("GAUNTLET_", "PYTEST_XDIST"))}
+    if venv is not None:
+        env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
     return dict(env, PYTHONNOUSERSITE="1")
 
 
@@ -186,37 +261,52 @@ def test_the_wheel_holds_every_harness_file_and_the_shipped_problems(wheel):
     assert not [n for n in names if n.startswith(("tests/", "problems/", "solutions/"))]
 
 
-def test_installed_gauntlet_works_in_a_project_outside_the_checkout(fresh_venv, tmp_path):
-    project = _make_project(tmp_path / "project")
-    env, bin_ = _clean_env(), fresh_venv / "bin"
-    code, out = _run([bin_ / "python", "-c", "import harness; print(harness.__file__)"], project, env)
-    assert code == 0 and out.startswith(str(fresh_venv)), out          # the wheel's harness, not the checkout's
-    installed = _tree(fresh_venv / "lib")
+def test_the_readme_recipe_judges_a_users_problem_in_a_fresh_venv_with_only_torch(wheel, recipe_venv, tmp_path):
+    project = _make_project(tmp_path / "project", RECIPE_PROJECT)
+    install, configure, judge = _recipe()
+    wanted = next(word for word in install.split() if word.endswith(".whl"))
+    assert wanted == wheel.name, f"the README installs {wanted}, the build makes {wheel.name}"
+    shutil.copy2(wheel, project / wheel.name)
+    env = _clean_env(recipe_venv)
 
-    code, out = _run([bin_ / "gauntlet", "list"], project, env)
+    # Line 1: the wheel, its dependencies resolved from the index (numpy among them: the harness's wire needs it).
+    code, out = _run(["bash", "-c", install], project, env, timeout=900)
+    if code != 0 and _index_unreachable():
+        pytest.skip(_index_unreachable())
     assert code == 0, out
+    code, out = _run([recipe_venv / "bin" / "python", "-c", "import harness, numpy, hypothesis, yaml, pytest; "
+                      "print(harness.__file__)"], project, env)
+    assert code == 0 and out.startswith(str(recipe_venv)), out            # the wheel's harness, not the checkout's
+    installed = _tree(recipe_venv / "lib")
     # The leaderboard page's template and stylesheet load from the installed package (package data), not the
     # checkout; in Python rather than `gauntlet report`, to spare a process that imports torch.
-    code, said = _run([bin_ / "python", "-c", "import sys, reports.page as p; from reports.leaderboard import build; "
-                       "print(p.__file__, build(sys.argv[1:2], sys.argv[2])['html'])",
-                       CHECKOUT / "tests/data/h100_triton_tiled_1.json", tmp_path / "board"], project, env)
-    assert code == 0 and any(line.startswith(str(fresh_venv)) for line in said.splitlines() if "page.py" in line), said
-    assert "<table class=\"grid\">" in (tmp_path / "board" / "leaderboard.html").read_text()
-    assert "\ngemm: " in out and "\nbmm: " in out                        # shipped, from package data
-    assert "\nscale_add: " in out and str(project / "kernels/problems/scale_add") in out
-    assert _listed_solutions(out, "scale_add") == ["fused", "wrong_sign"]      # _eager is a baseline only
+    board = project / "board"
+    code, said = _run([recipe_venv / "bin" / "python", "-c", "import sys, reports.page as p; "
+                       "from reports.leaderboard import build; print(p.__file__, build(sys.argv[1:2], sys.argv[2])['html'])",
+                       CHECKOUT / "tests/data/h100_triton_tiled_1.json", board], project, env)
+    assert code == 0 and any(line.startswith(str(recipe_venv)) for line in said.splitlines() if "page.py" in line), said
+    assert "<table class=\"grid\">" in (board / "leaderboard.html").read_text()
 
-    code, out = _run([bin_ / "gauntlet", "eval", "gemm", "my_gemm.py", "--no-timing", "--device", "cpu",
-                      "--dtype", "float32", "--examples", "2"], project, env)
-    assert code == 0 and "gemm / my_gemm [torch] on cpu: PASS" in out, out
+    # Line 2: the search path.
+    code, out = _run(["bash", "-c", configure], project, env)
+    assert code == 0 and "[tool.gauntlet]" in (project / "pyproject.toml").read_text(), out
 
-    code, out = _run([bin_ / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--gauntlet-examples", "2"],
-                     project, env)
-    assert code == 1, out                                                # the wrong kernel fails the session
-    assert "1 failed, 1 passed" in out and "scale_add/wrong_sign[float32]" in out and "[mismatch]" in out, out
+    # Line 3: pytest judges the user's two kernels for their own problem, whose baseline is the shipped cuBLAS
+    # solution.
+    assert judge.split()[0] == "pytest"
+    code, out = _run(["bash", "-c", judge], project, env, timeout=600)
+    assert code == 1, out                                                 # the wrong kernel fails the session
+    assert "1 failed, 1 passed" in out, out
+    assert "FAILED kernels/solutions/my_mm/drops_k_tail.py::my_mm/drops_k_tail[float32]" in out, out
+    assert "[mismatch]" in out and "replay: gauntlet eval my_mm " in out, out
+    assert (project / ".gauntlet" / "failures" / "my_mm").is_dir()       # state lives in the user's project
 
-    assert (project / ".gauntlet" / "failures" / "scale_add").is_dir()    # state lives in the user's project
-    assert _tree(fresh_venv / "lib") == installed                       # and never beside the installed package
+    code, listing = _run([recipe_venv / "bin" / "gauntlet", "list"], project, env)
+    assert code == 0, listing
+    assert "\nbmm: " in listing and str(project / "kernels/problems/my_mm") in listing  # shipped, and the user's
+    assert _listed_solutions(listing, "my_mm") == ["drops_k_tail", "split_k"]
+    assert "triton_tiled" in _listed_solutions(listing, "gemm")
+    assert _tree(recipe_venv / "lib") == installed                        # nothing written beside the package
 
 
 def test_the_plugin_judges_a_users_repository_and_a_hand_written_test_finds_its_problem(pytester):

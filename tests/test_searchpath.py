@@ -16,6 +16,7 @@ from harness.judge.isolate import Child
 from harness.searchpath import SearchPathError, resolve
 
 SHIPPED_PROBLEMS, SHIPPED_SOLUTIONS = searchpath.shipped_folders()
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(autouse=True)
@@ -170,6 +171,55 @@ def test_a_missing_baseline_names_the_folders_searched(tmp_path):
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     with pytest.raises(discover.ProblemError, match="baseline 'cublas' names solution 'torch_matmul'"):
         discover.get_problem("mm", sp)
+
+
+def test_a_users_problem_takes_a_shipped_solution_as_its_baseline_by_problem_and_name(tmp_path):
+    """`gemm/torch_matmul`: another problem's solution, Gauntlet's own included, also for a copy of a shipped problem
+    that shadows it (whose shipped solutions are otherwise left out)."""
+    _project(tmp_path)
+    for pid in ("mm", "gemm"):
+        yaml = _copy_problem("gemm", tmp_path / "kernels" / "problems" / pid) / "problem.yaml"
+        yaml.write_text(yaml.read_text().replace("id: gemm", f"id: {pid}").replace("cublas: torch_matmul",
+                                                                                   "cublas: gemm/torch_matmul"))
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    for pid in ("mm", "gemm"):
+        assert discover.get_problem(pid, sp).baseline_paths == {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+    assert discover.solutions_for("gemm", sp) == []        # the shadowed problem's shipped solutions stay out
+
+
+def test_a_baseline_missing_from_a_copied_problem_says_what_to_write(tmp_path):
+    _project(tmp_path)
+    _copy_problem("gemm", tmp_path / "kernels" / "problems" / "gemm")
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    with pytest.raises(discover.ProblemError, match="write `cublas: gemm/torch_matmul` under `baselines:`"):
+        discover.get_problem("gemm", sp)
+
+
+@pytest.mark.parametrize("name", ["gemm/torch_matmul/x", "/torch_matmul", "gemm/", "../torch_matmul", 3])
+def test_a_malformed_baseline_is_the_problems_error(tmp_path, name):
+    _project(tmp_path)
+    yaml = _copy_problem("gemm", tmp_path / "kernels" / "problems" / "mm") / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm").replace("cublas: torch_matmul", f"cublas: {name}"))
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    with pytest.raises(discover.ProblemError, match=r"baseline 'cublas' must be a solution's name .* or PROBLEM/NAME"):
+        discover.get_problem("mm", sp)
+
+
+def test_the_plugin_blames_a_broken_problem_in_one_line_not_a_traceback(pytester):
+    _project(pytester.path)
+    _copy_problem("gemm", pytester.path / "kernels" / "problems" / "gemm")
+    _write(pytester.path / "kernels" / "solutions" / "gemm" / "mine.py", "BACKEND = 'torch'\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only",
+                                *([] if _plugin_installed() else ["-p", "harness.plugin"]))
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["gauntlet: the problem, not this kernel, is at fault: *problem.yaml: baseline "
+                                 "'cublas' names solution 'torch_matmul'*write `cublas: gemm/torch_matmul`*"])
+    assert "Traceback" not in result.stdout.str() and "discover.py" not in result.stdout.str()
+
+
+def _plugin_installed() -> bool:
+    from importlib import metadata
+    return any(ep.name == "gauntlet" for ep in metadata.entry_points(group="pytest11"))
 
 
 # --- state and watched files follow the resolved locations ----------------------------------------------------------
