@@ -11,7 +11,7 @@ Trust: the folder lives under the judge's cache (`GAUNTLET_CACHE`, else `$XDG_CA
 `~/.cache/gauntlet`), outside every worker's scratch folder. A confined worker (Landlock: writes only beneath its
 scratch) can read it and never write it, so a candidate cannot plant bytecode that a later process would run. The
 cache is filled only by processes that run no candidate code: the CLI's own process, and `warm()`'s, which imports
-what a worker imports before it sees a candidate. With `--sandbox off` a worker runs unconfined and could write
+what a worker imports before it sees a candidate (`harness.child.warm`, started by module name like every worker). With `--sandbox off` a worker runs unconfined and could write
 anywhere its user can, this folder as much as site-packages: that mode proves nothing (README, threat model).
 Python checks each cached file against its source's size and mtime, as it does in `__pycache__`: a changed source
 is compiled again, never run stale.
@@ -26,10 +26,6 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
-
-# What a worker imports before any candidate code, besides the harness: warmed ahead of the first judgement.
-PACKAGES = ("torch", "triton", "numpy", "cupy", "cutlass", "hypothesis", "yaml")
-
 
 def cache_root() -> Path:
     explicit = os.environ.get("GAUNTLET_CACHE")
@@ -130,7 +126,7 @@ def _warm(timeout: float) -> bool:
     from harness.judge.isolate import import_path
     env = import_path(env)
     try:
-        done = subprocess.run([sys.executable, "-P", "-m", "harness.judge.bytecode"], env=env, timeout=timeout,
+        done = subprocess.run([sys.executable, "-P", "-m", "harness.child.warm"], env=env, timeout=timeout,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               cwd=str(folder))
     except (OSError, subprocess.SubprocessError):
@@ -144,24 +140,3 @@ def _warm(timeout: float) -> bool:
     except OSError:
         return False
     return True
-
-
-def _import_what_a_worker_imports() -> None:
-    import importlib
-    for name in PACKAGES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - an optional package that is absent or fails: nothing to cache
-            pass
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU]):     # its first session imports torch._dynamo and more
-        torch.zeros(4).add_(1)
-    from harness.child import guard
-    guard.import_harness()
-    for name in ("harness.child.worker", "harness.child.timing", "harness.child.profiling", "harness.gpu"):
-        importlib.import_module(name)
-
-
-if __name__ == "__main__":
-    _import_what_a_worker_imports()
