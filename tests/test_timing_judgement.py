@@ -266,6 +266,21 @@ def test_the_rule_waits_while_the_pooled_ratio_and_the_rounds_disagree():
     assert s.precise_enough(["cublas"])
 
 
+def test_the_rule_waits_while_the_reported_interval_is_wide():
+    # Rounds that agree in the centre, but three of ten have a baseline twice as slow: the robust measures settle,
+    # the bootstrap interval (what the record reports) does not.
+    cand = {r: [1.0] * 5 for r in range(10)}
+    base = {r: [0.96 + 0.001 * (r % 3)] * 5 for r in range(10)}
+    for r in (2, 5, 8):
+        base[r] = [2.0] * 5
+    assert scoring.round_ratio_halfwidth(base, cand) < bench.PRECISION
+    assert abs(scoring.pooled_vs_rounds(base, cand)) < bench.PRECISION
+    s, _ = _schedule()
+    s.samples = {"candidate": [{"round": r, "ms": v} for r, v in cand.items()],
+                 "cublas": [{"round": r, "ms": v} for r, v in base.items()]}
+    assert not s.precise_enough(["cublas"])
+
+
 def test_candidate_running_a_library_kernel_in_timed_calls_is_forbidden():
     s, _ = _schedule(kernel=CUBLAS)
     s.run(budget_s=0.2)

@@ -268,6 +268,7 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
                 continue
             if timing:
                 timed.ensure_baseline(base, problem, quiet)
+                record.confinement = dict(record.confinement or {}, baseline=base.confinement)
                 timed.time_dtype(judge, spec, opts, record)
     finally:
         close_all([first, judge.child if judge is not None else None, base])
@@ -287,7 +288,7 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None)
             record.reasons.append(exc.reason.to_json())
         return None
     record.confinement = {"candidate": child.confinement,
-                          "baseline": base.confinement if base is not None else None}
+                          "baseline": getattr(base, "confinement", None)}   # a baseline still starting: set when it has
     declared = child.hello.get("kernels", [])
     return Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
                  declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)

@@ -31,7 +31,8 @@ def speedup_ci(base_ms: list[float], cand_ms: list[float], seed: int = 0, n: int
 SYSTEMATIC_FLOOR = 0.003
 
 
-def paired_speedup_ci(base_rounds: dict, cand_rounds: dict, seed: int = 0, n: int = 2000) -> tuple[float, float]:
+def paired_speedup_ci(base_rounds: dict, cand_rounds: dict, seed: int = 0, n: int = 2000,
+                      floor: float | None = None) -> tuple[float, float]:
     """95% bootstrap interval of median(base) / median(cand), resampling rounds: a round's candidate and baseline
     calls are drawn together (paired), so drift shared by a round cancels instead of widening the interval; then
     widened by SYSTEMATIC_FLOOR for the two-process offset. `*_rounds`: round index -> per-call times."""
@@ -46,7 +47,17 @@ def paired_speedup_ci(base_rounds: dict, cand_rounds: dict, seed: int = 0, n: in
         c = statistics.median([x for r in pick for x in cand_rounds[r]])
         ratios.append(b / c)
     ratios.sort()
-    return ratios[int(0.025 * n)] * (1 - SYSTEMATIC_FLOOR), ratios[int(0.975 * n) - 1] * (1 + SYSTEMATIC_FLOOR)
+    widen = SYSTEMATIC_FLOOR if floor is None else floor
+    return ratios[int(0.025 * n)] * (1 - widen), ratios[int(0.975 * n) - 1] * (1 + widen)
+
+
+def pooled_ratio(base_rounds: dict, cand_rounds: dict) -> float:
+    """median(every base call) / median(every candidate call), over the paired rounds: the speedup reported."""
+    rounds = sorted(set(base_rounds) & set(cand_rounds))
+    if not rounds:
+        return float("nan")
+    return (statistics.median([x for r in rounds for x in base_rounds[r]])
+            / statistics.median([x for r in rounds for x in cand_rounds[r]]))
 
 
 # Two-sided 95% quantiles of Student's t by degrees of freedom (1..30; beyond, 1.96 is within 2%).
