@@ -176,3 +176,27 @@ def test_the_idle_flush_time_is_kept_per_card_and_stands_in_for_one_measured_bes
     gated.hello = {"ok": True, "quiet_ms": 0.035}
     timed.ensure_baseline(gated, None, None)              # no known value: its own (gated) measurement stands
     assert gated.hello["quiet_ms"] == 0.035
+
+
+def test_a_candidate_starts_beside_a_baseline_worker_still_starting():
+    """With the card's idle flush time known, the candidate's worker is not held back: its judge is made while the
+    baseline worker is still starting (no hello, no confinement read back yet), and the baseline's confinement is
+    recorded once timing needs it (the first H100 run of this path crashed in _start_judge on the missing one)."""
+    from harness import discover
+    from harness.judge import evaluate, timed
+    from harness.judge.results import EvalRecord
+    problem = discover.get_problem("gemm")
+    solution = discover.get_solution("gemm", "torch_matmul")
+    opts = evaluate.Options(device="cpu")
+    record = EvalRecord(problem="gemm", solution=solution.name, path=str(solution.path), backend="torch",
+                        device="cpu")
+    base = timed.start_baseline_worker(problem, "cpu", opts.sandbox, deferred=True)
+    judge = None
+    try:
+        judge = evaluate._start_judge(problem, solution, opts, record, base)
+        assert judge is not None and record.confinement["candidate"] is not None
+        timed.ensure_baseline(base, problem, 0.04)
+        assert base.hello["ok"] and base.hello["quiet_ms"] == 0.04
+        assert base.confinement is not None
+    finally:
+        isolate.close_all([judge.child if judge else None, base])
