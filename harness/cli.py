@@ -144,6 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
     run.add_argument("--fresh", action="store_true", help="start the results file over instead of resuming")
     run.add_argument("--report", metavar="DIR", help="also write the leaderboard into DIR")
+    run.add_argument("--json", action="store_true",
+                     help="print exactly one JSON object on stdout: the results document (harness/schemas/"
+                          "run.schema.json), also when stopped early")
     _executor_options(run)
     run.set_defaults(func=cmd_run)
 
@@ -549,8 +552,9 @@ def cmd_run(args) -> int:
         print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, "
               f"new {tally['new']})", file=sys.stderr)
         results.complete()
-        if args.report:
-            cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
+        _run_report(args)
+        if args.json:
+            _emit_json(results.doc)
     except interrupt.Interrupted as stop:
         return _stop_run(stop, args, results, keys, settled, judging, tally)
     finally:
@@ -566,10 +570,23 @@ def _stop_run(stop, args, results, keys, settled, in_flight, tally) -> int:
     mark = stopped.run_mark(stop.name, keys, settled, abandoned, stopped.resume_command(args.argv))
     judged = dict(tally)
     results.mark_interrupted(mark)
-    if args.report:
-        cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
+    _run_report(args)
     print(stopped.run_line(mark, len(keys), judged, args.out), file=sys.stderr, flush=True)
+    if args.json:
+        _emit_json(results.doc)
     return stop.status
+
+
+def _run_report(args) -> None:
+    """`run --report DIR`: the leaderboard of the results file; its table on stdout, unless stdout is the one
+    JSON object (`--json`)."""
+    if not args.report:
+        return
+    if args.json:
+        from reports.leaderboard import build
+        build([args.out], args.report)
+    else:
+        cmd_report(argparse.Namespace(results=[args.out], out_dir=args.report))
 
 
 def cmd_compare(args) -> int:

@@ -59,10 +59,14 @@ def test_real_cpu_output_of_every_command_holds(tmp_path):
     assert code == 2
     _valid(json.loads(out), "eval")
     results = tmp_path / "results.json"
-    code, _, err = _cli("run", "--problem", "gemm", "--solution", "torch_matmul", "--device", "cpu", *FAST,
-                        "--out", results)
+    code, out, err = _cli("run", "--problem", "gemm", "--solution", "torch_matmul", "--device", "cpu", *FAST,
+                          "--out", results, "--json", "--report", tmp_path / "board")
     assert code == 0, err
     _valid(json.loads(results.read_text()), "run")
+    printed = json.loads(out)                       # `run --json`: the one object is the results document
+    _valid(printed, "run")
+    assert printed["records"] == json.loads(results.read_text())["records"]
+    assert (tmp_path / "board" / "leaderboard.html").exists()
     code, out, err = _cli("eval-many", "gemm", ROOT / "solutions" / "gemm" / "torch_matmul.py",
                           ROOT / "tests" / "bad" / "syntax_error.py", "--device", "cpu", *FAST)
     assert code == 0, err
