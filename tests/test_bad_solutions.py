@@ -49,6 +49,7 @@ def judge(name: str, dtypes, examples=6, timeout=60.0, seed=None):
 
 SERIAL = {"writes_into_source_tree"}     # tests/test_tree_tamper.py, run alone
 from tests.test_sandbox import FIXTURES as SANDBOX      # noqa: E402 - resource bounds, judged with their own limits
+from tests import needs
 
 
 def _declares_expected(path) -> bool:
@@ -68,12 +69,14 @@ def test_every_fixture_is_listed():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_bad_solution_is_rejected_with_its_code(name):
     code, dtypes = EXPECTED[name]
+    needs.skip_unless_triton_cpu_for(BAD / f"{name}.py")
     record = judge(name, dtypes, timeout=8.0 if name == "hangs" else 120.0)
     codes = [r["code"] for r in record.reasons]
     assert record.verdict != "pass"
     assert code in codes, f"{name}: expected {code}, got {record.reasons}"
 
 
+@needs.triton_cpu
 def test_failure_shrinks_and_prints_a_replay_command_that_reproduces_it():
     record = judge("triton_tail_tile_bug", ("float16",), examples=10, seed=7)
     reason = next(r for r in record.reasons if r["code"] == "mismatch")

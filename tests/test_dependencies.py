@@ -43,3 +43,21 @@ def test_every_module_the_harness_imports_is_a_base_dependency_or_an_extra():
     assert not missing, f"imported but not a dependency of the base wheel: {missing}"
     for module, why in USED_THROUGH_TORCH.items():
         assert DIST.get(module, module) in base, f"{module} is needed for {why}"
+
+
+def test_triton_on_the_cpu_is_unsupported_where_its_interpreter_cannot_run(monkeypatch):
+    """Triton <= 3.6's interpreter with numpy >= 2.4 (the H100 runner's numpy 2.5) raises inside every kernel: the
+    backend is `unsupported` on the CPU, with the reason, instead of every Triton kernel's judgement being a crash
+    blamed on the candidate. Triton on the GPU is not affected."""
+    from importlib import metadata
+
+    from harness import backends
+    versions = {"triton": "3.6.0", "numpy": "2.5.2"}
+    monkeypatch.setattr(metadata, "version", lambda name: versions[name])
+    ok, why = backends.status("triton", "cpu")
+    assert not ok and "numpy 2.5.2" in why and "numpy<2.4" in why
+    assert backends.status("torch", "cpu") == (True, "")
+    versions.update(numpy="2.3.5")
+    assert backends.status("triton", "cpu") == (True, "")
+    versions.update(triton="3.7.0", numpy="2.5.2")      # a later Triton is not presumed broken
+    assert backends.status("triton", "cpu") == (True, "")

@@ -4,6 +4,7 @@ from pathlib import Path
 from harness import discover
 from harness.judge import failures
 from harness.judge.evaluate import Options, evaluate
+from tests import needs
 
 BAD = Path(__file__).parent / "bad" / "triton_tail_tile_bug.py"
 
@@ -14,6 +15,7 @@ def _judge(seed, examples):
     return evaluate(problem, solution, Options(device="cpu", dtypes=("float16",), examples=examples, seed=seed))
 
 
+@needs.triton_cpu
 def test_failing_case_is_saved_and_replayed_first(tmp_path, monkeypatch):
     monkeypatch.setattr(failures, "DIR", tmp_path / "failures")
     first = _judge(seed=7, examples=10)
@@ -27,6 +29,7 @@ def test_failing_case_is_saved_and_replayed_first(tmp_path, monkeypatch):
     assert replayed["repro"].split("--case ")[1].strip("'") == case
 
 
+@needs.triton_cpu
 def test_cases_that_no_longer_fit_the_problem_are_skipped(tmp_path, monkeypatch):
     monkeypatch.setattr(failures, "DIR", tmp_path / "failures")
     failures.save("gemm", str(BAD), "float16", "cpu", {"M": 1, "N": 1, "X": 3}, 1)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests import needs
 
 _saved = os.environ.get("TRITON_INTERPRET")
 os.environ["TRITON_INTERPRET"] = "1"          # triton.jit picks the interpreter at decoration time
@@ -173,9 +174,14 @@ def test_fp32_downcast_rounds_like_the_gpu(dtype):
 
 
 def test_torch_reference_saturates_e4m3_and_overflows_e5m2():
-    """The reference above leans on torch's CPU casts; this pins what they do beyond the largest finite value."""
+    """The reference above leans on torch's CPU casts; this pins what they do beyond the largest finite value. For
+    e4m3fn that depends on the torch found: 448 (saturating) in torch 2.13, NaN in torch 2.11 (seen on the H100
+    runner). Neither reaches a verdict: the reference above and every problem's reference clamp to +-448 before
+    they cast (problems/fp8_*/reference.py), and a clamped cast gives 448 on both."""
     x = torch.tensor([470.0, float("inf"), 61440.0])
-    assert x[:2].to(torch.float8_e4m3fn).float().tolist() == [448.0, 448.0]
+    assert x[:2].clamp(-448.0, 448.0).to(torch.float8_e4m3fn).float().tolist() == [448.0, 448.0]
+    raw = x[:2].to(torch.float8_e4m3fn).float()
+    assert raw.tolist() == [448.0, 448.0] or bool(raw.isnan().all()), raw
     assert x[1:].to(torch.float8_e5m2).float().tolist() == [float("inf")] * 2
 
 
@@ -283,7 +289,10 @@ def test_restore_value_and_heuristics_under_autotune():
 
 
 def test_canary_triton_own_autotuner_cannot_run_under_the_interpreter():
-    """Remove the autotune patch when this fails: Triton's autotuner then works without a GPU driver."""
+    """Remove the autotune patch when this fails: Triton's autotuner then works without a GPU driver. Where a GPU
+    driver is active (a GPU runner), the autotuner finds it and the bug this canary watches cannot show."""
+    if torch.cuda.is_available():
+        pytest.skip("a GPU driver is active here: Triton's autotuner finds it, so the driverless bug cannot show")
     x = torch.arange(10, dtype=torch.float32)
     with _unpatched(), pytest.raises(RuntimeError, match="active drivers"):
         _sum(triton.autotune(CONFIGS, key=["n"])(triton.jit(_sum_body)), x, torch.zeros(1))
@@ -291,6 +300,7 @@ def test_canary_triton_own_autotuner_cannot_run_under_the_interpreter():
 
 # -- judged end to end ---------------------------------------------------------------------------------------------
 
+@needs.triton_cpu
 def test_third_party_fp8_kernel_with_a_plain_cast_passes_on_the_cpu():
     """tests/good/fp8_rowwise_plain_cast.py quantizes with `.to(tl.float8e4nv)` (no rounding workaround) under
     @triton.autotune: the judge runs it in a worker, as for any solution, and it must pass, as on an H100; the

@@ -12,6 +12,7 @@ import pytest
 
 from harness import discover
 from harness.judge import failures, mutants, mutate
+from tests import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -232,6 +233,7 @@ def test_failing_cases_of_mutants_stay_out_of_the_replay_store(tmp_path):
     assert failures.load("gemm", tmp_path / "m.py", "float16", "cpu") == []
 
 
+@needs.triton_cpu
 def test_end_to_end_on_a_shipped_solution():
     """int8 GEMM (one exact dtype, the cheapest to judge): a dropped tail and an accumulator that Triton refuses
     (int32 -> float32 beside `out_dtype=tl.int32`). The control passes; the tail bug is caught at some dtype."""

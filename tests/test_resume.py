@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from tests import needs
 
 
 def _run(out, *extra, **kw):
@@ -15,6 +16,7 @@ def _run(out, *extra, **kw):
                             start_new_session=True, **kw)
 
 
+@needs.triton_cpu
 def test_killed_run_leaves_valid_file_and_resumes(tmp_path):
     out = tmp_path / "results.json"
     proc = _run(out)

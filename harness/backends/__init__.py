@@ -35,7 +35,37 @@ def status(backend: str | None, device: str) -> tuple[bool, str]:
         return False, f"the {_MODULES[backend]!r} package is not installed"
     if device == "cpu" and backend in ("cupy", "cute"):
         return False, f"{backend} kernels need a GPU; this run is on the CPU"
+    if device == "cpu" and backend == "triton":
+        broken = interpreter_broken()
+        if broken:
+            return False, broken
     return True, ""
+
+
+def interpreter_broken() -> str:
+    """Why Triton's CPU interpreter cannot run kernels with the installed packages, or "". Triton <= 3.6's
+    interpreter turns one-element arrays into Python scalars, which numpy 2.4 refuses ("only 0-dimensional arrays
+    can be converted to Python scalars", raised inside every kernel): with that pair every CPU judgement of a Triton
+    kernel would be a `crash` blamed on the candidate, so the backend is `unsupported` on the CPU instead (as on the
+    H100 runner's numpy 2.5). Read from the packages' metadata: nothing is imported."""
+    from importlib import metadata
+    try:
+        triton, numpy = metadata.version("triton"), metadata.version("numpy")
+    except metadata.PackageNotFoundError:
+        return ""
+    if _release(triton) <= (3, 6) and _release(numpy) >= (2, 4):
+        return (f"Triton {triton}'s CPU interpreter cannot run kernels with numpy {numpy} (numpy >= 2.4 refuses its "
+                "array-to-scalar conversions): install numpy<2.4 to judge Triton kernels on the CPU, or judge them "
+                "on a GPU")
+    return ""
+
+
+def _release(version: str) -> tuple:
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
 
 
 def prepare_process(backend: str, device: str) -> None:
