@@ -27,6 +27,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+
 def cache_root() -> Path:
     explicit = os.environ.get("GAUNTLET_CACHE")
     if explicit:
