@@ -7,12 +7,13 @@ can be written (a read-only image, a container built with PYTHONDONTWRITEBYTECOD
 measured on), each of those processes compiles some thousands of modules from source: 10 s of a worker's 14 s
 start-up there, and 3 s of the judge's own.
 
-Trust: the folder lives under the judge's cache (`GAUNTLET_CACHE`, else `$XDG_CACHE_HOME/gauntlet`, else
-`~/.cache/gauntlet`), outside every worker's scratch folder. A confined worker (Landlock: writes only beneath its
-scratch) can read it and never write it, so a candidate cannot plant bytecode that a later process would run. The
-cache is filled only by processes that run no candidate code: the CLI's own process, and `warm()`'s, which imports
-what a worker imports before it sees a candidate (`harness.child.warm`, started by module name like every worker). With `--sandbox off` a worker runs unconfined and could write
-anywhere its user can, this folder as much as site-packages: that mode proves nothing (README, threat model).
+Trust: the folder lives under the judge's cache folder (harness.judge.cache), outside every worker's scratch
+folder. A confined worker (Landlock: writes only beneath its scratch) can read it and never write it, so a candidate
+cannot plant bytecode that a later process would run. The cache is filled only by processes that run no candidate
+code: the CLI's own process, and `warm()`'s, which imports what a worker imports before it sees a candidate
+(`harness.child.warm`, started by module name like every worker). With `--sandbox off` a worker runs unconfined and
+could write anywhere its user can, this folder as much as site-packages: that mode proves nothing (README, threat
+model).
 Python checks each cached file against its source's size and mtime, as it does in `__pycache__`: a changed source
 is compiled again, never run stale.
 """
@@ -27,13 +28,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-
-def cache_root() -> Path:
-    explicit = os.environ.get("GAUNTLET_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gauntlet"
+from harness.judge.cache import cache_root
 
 
 def prefix() -> Path | None:

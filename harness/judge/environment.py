@@ -24,6 +24,8 @@ import site
 import sys
 from pathlib import Path
 
+from harness.judge import cache
+
 PACKAGES = ("torch", "triton", "numpy", "hypothesis", "PyYAML", "cupy-cuda13x", "cupy-cuda12x",
             "nvidia-cutlass-dsl", "gauntlet")
 
@@ -63,33 +65,6 @@ def _stamp(path: Path, expected: str) -> str:
     return f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}:{expected}"
 
 
-def _cache_path() -> Path:
-    from harness.judge.bytecode import cache_root
-    return cache_root() / "verified.json"
-
-
-def _load_seen() -> dict:
-    import json
-    try:
-        doc = json.loads(_cache_path().read_text())
-        return doc if isinstance(doc, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save_seen(seen: dict) -> None:
-    import json
-    import os
-    path = _cache_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".verified-{os.getpid()}.json")
-        tmp.write_text(json.dumps(seen))
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
 def _site_dirs() -> list[str]:
     dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
     dirs += [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and p not in dirs]
@@ -112,13 +87,13 @@ def pth_files() -> dict[str, str]:
 def verify() -> dict:
     """{"verified": bool, "files_checked": n, "modified": [...], "pth": {path: digest}}."""
     checked, modified = 0, []
-    seen = _load_seen()
+    seen = cache.read_json("verified.json")
     before = dict(seen)
     for name in PACKAGES:
         n, bad = _check_dist(name, seen)
         checked += n
         modified += bad
     if seen != before:
-        _save_seen(seen)
+        cache.write_json("verified.json", seen)
     return {"verified": not modified and checked > 0, "files_checked": checked, "modified": modified[:20],
             "pth": pth_files(), "python": sys.executable}

@@ -20,7 +20,7 @@ from harness import discover, protocol
 from harness.judge import bytecode
 from harness.judge.sandbox import Confinement
 from harness.judge.sandbox.limits import Limits
-from harness.judge.watchdog import Bounds, TimeBudget, Watchdog, tree
+from harness.judge.watchdog import Bounds, TimeBudget, Watchdog, children, children_listed, tree
 from harness.reasons import CODES, Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
@@ -72,18 +72,11 @@ def adopted_orphans(known: set[int], since: int) -> list[int]:
 
 
 def _children(me: int) -> list[int]:
-    """Our children: from each of our threads' /proc children list (an orphan is re-parented to one of the
-    subreaper's threads), read in microseconds; where the kernel has no such list (CONFIG_PROC_CHILDREN), every
-    process in /proc, read in milliseconds (a scan per stop and continue of a worker: seconds per judgement)."""
-    try:
-        tasks = os.listdir(f"/proc/{me}/task")
-        pids: set[int] = set()
-        for tid in tasks:
-            with open(f"/proc/{me}/task/{tid}/children") as fh:
-                pids.update(int(p) for p in fh.read().split())
-        return sorted(pids)
-    except (OSError, ValueError):     # no such list, or a thread gone while we read: the full scan
-        pass
+    """Our children, from our threads' /proc children lists (watchdog.children: microseconds); where the kernel has
+    no such list, every process in /proc (milliseconds, on every stop and continue of a worker: seconds per
+    judgement), which adopted_orphans narrows down by parent."""
+    if children_listed():
+        return children(me)
     try:
         return [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
@@ -358,18 +351,12 @@ class Child:
     def _escaped_cheap(self) -> list[int]:
         """For the watchdog's frequent looks: the judge's own children (where escapes are re-parented), not a scan
         of /proc; other live workers of this judge are not this one's escapes."""
-        me, mine = os.getpid(), os.getsid(0)
+        mine = os.getsid(0)
         out = []
-        for tid in os.listdir(f"/proc/{me}/task"):
-            try:
-                with open(f"/proc/{me}/task/{tid}/children") as fh:
-                    kids = [int(p) for p in fh.read().split()]
-            except (OSError, ValueError):
-                continue
-            for pid in kids:
-                st = _stat(pid)
-                if pid not in _LIVE and st and st[3] != mine and st[4] >= self.started:
-                    out.append(pid)
+        for pid in children(os.getpid()):
+            st = _stat(pid)
+            if pid not in _LIVE and st and st[3] != mine and st[4] >= self.started:
+                out.append(pid)
         return out
 
     def _confinement(self, hello: dict) -> dict:

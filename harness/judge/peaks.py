@@ -8,6 +8,9 @@ from __future__ import annotations
 import torch
 
 from harness.gpu import Flusher, held_ms
+from harness.judge import cache
+
+STORE = "peaks.json"      # in the judge's cache folder (harness.judge.cache): per card, its ceilings and idle flush
 
 
 def measure_peaks(device, dtypes: dict) -> dict:
@@ -77,7 +80,7 @@ def cached_peaks(device, dtypes: dict) -> dict:
     any below_roofline (harness.judge.timed), and the better figure is what the cache keeps from then on
     (`remember`). The cache lives beside the bytecode cache, where no confined worker can write."""
     key = _card_key(device)
-    store = _load()
+    store = cache.read_json(STORE)
     known = store.get(key, {})
     missing = {name: spec for name, spec in dtypes.items() if name not in known}
     if missing or "copy_gbps" not in known:
@@ -90,7 +93,7 @@ def cached_peaks(device, dtypes: dict) -> dict:
 def remember(device, peaks: dict) -> None:
     """Keep the best figure of each ceiling for this card in the cache."""
     key = _card_key(device)
-    store = _load()
+    store = cache.read_json(STORE)
     old = store.get(key, {})
     merged = dict(old)
     for name, value in peaks.items():
@@ -99,7 +102,7 @@ def remember(device, peaks: dict) -> None:
         elif isinstance(value, dict) and value.get("tflops", 0.0) >= (old.get(name) or {}).get("tflops", 0.0):
             merged[name] = value
     store[key] = merged
-    _save(store)
+    cache.write_json(STORE, store)
 
 
 def cached_quiet(device) -> float | None:
@@ -107,7 +110,7 @@ def cached_quiet(device) -> float | None:
     earlier judgement, or None. With it, a judgement need not hold its candidate's worker back until its own
     baseline worker has measured the idle GPU (harness.judge.evaluate): the candidate's correctness phase overlaps
     the baseline worker's start-up."""
-    value = _load().get(_card_key(device), {}).get("quiet_ms")
+    value = cache.read_json(STORE).get(_card_key(device), {}).get("quiet_ms")
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
@@ -116,12 +119,12 @@ def remember_quiet(device, quiet_ms) -> None:
     if not isinstance(quiet_ms, (int, float)) or quiet_ms <= 0:
         return
     key = _card_key(device)
-    store = _load()
+    store = cache.read_json(STORE)
     entry = store.setdefault(key, {})
     old = entry.get("quiet_ms")
     entry["quiet_ms"] = min(float(quiet_ms), float(old)) if isinstance(old, (int, float)) and old > 0 else \
         float(quiet_ms)
-    _save(store)
+    cache.write_json(STORE, store)
 
 
 def _card_key(device) -> str:
@@ -135,29 +138,3 @@ def _card_key(device) -> str:
     return "|".join([props.name, str(getattr(props, "uuid", "")), f"driver {driver.value}",
                      f"torch {torch.__version__}", f"cuda {torch.version.cuda}"])
 
-
-def _path():
-    from harness.judge.bytecode import cache_root
-    return cache_root() / "peaks.json"
-
-
-def _load() -> dict:
-    import json
-    try:
-        doc = json.loads(_path().read_text())
-        return doc if isinstance(doc, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save(store: dict) -> None:
-    import json
-    import os
-    path = _path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".peaks-{os.getpid()}.json")
-        tmp.write_text(json.dumps(store, indent=1, sort_keys=True))
-        os.replace(tmp, path)
-    except OSError:
-        pass          # no cache: the next judgement measures again

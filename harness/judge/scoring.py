@@ -90,11 +90,9 @@ def pooled_vs_rounds(base_rounds: dict, cand_rounds: dict) -> float:
     rounds = sorted(set(base_rounds) & set(cand_rounds))
     if not rounds:
         return math.inf
-    pooled = math.log(statistics.median([x for r in rounds for x in base_rounds[r]])
-                      / statistics.median([x for r in rounds for x in cand_rounds[r]]))
     centre = statistics.median(math.log(statistics.median(base_rounds[r]) / statistics.median(cand_rounds[r]))
                                for r in rounds)
-    return pooled - centre
+    return math.log(pooled_ratio(base_rounds, cand_rounds)) - centre
 
 
 def geomean(xs: list[float]) -> float | None:

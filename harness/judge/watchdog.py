@@ -77,7 +77,9 @@ class TimeBudget:
         return float("inf") if self.limit_s is None else self.limit_s - self.used_s
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
+    """The children of `pid`, from each of its threads' /proc children list (a subreaper's adopted orphans are
+    listed under one of its threads); [] where the kernel keeps no such list (`children_listed`)."""
     out = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -92,6 +94,11 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def children_listed() -> bool:
+    """Whether this kernel keeps /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)."""
+    return os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
 def tree(root: int, extra: list[int] = ()) -> list[int]:
     """`root`, its descendants, and `extra` (escaped ones) with theirs."""
     seen, todo = [], [root, *extra]
@@ -100,7 +107,7 @@ def tree(root: int, extra: list[int] = ()) -> list[int]:
         if pid in seen:
             continue
         seen.append(pid)
-        todo += _children(pid)
+        todo += children(pid)
     return seen
 
 

@@ -38,13 +38,7 @@ def logical_count(environ=os.environ) -> int | None:
     text = environ.get(LOGICAL_ENV)
     if text is None or not text.strip():
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"{LOGICAL_ENV} must be a positive number of logical GPUs, got {text!r}")
-    return value
+    return _positive(text, f"{LOGICAL_ENV} must be a positive number of logical GPUs")
 
 
 def slot_devices(spec: str, device: str, environ=os.environ, cuda_count=None) -> list[str]:
@@ -78,10 +72,15 @@ def slot_devices(spec: str, device: str, environ=os.environ, cuda_count=None) ->
 
 
 def _count(spec: str) -> int:
+    return _positive(spec, "--gpus takes a positive number or 'all'")
+
+
+def _positive(text: str, what: str) -> int:
+    """`text` as a positive integer; else ValueError: `what`, and what was given."""
     try:
-        n = int(spec)
+        n = int(text)
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"--gpus takes a positive number or 'all', got {spec!r}")
+        raise ValueError(f"{what}, got {text!r}")
     return n
