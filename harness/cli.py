@@ -214,6 +214,9 @@ def _executor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", metavar="N|all",
                    help="judge on N GPUs of this host at once (all: every visible one): one judge process per GPU, "
                         "one candidate per GPU at a time; on a CPU, N logical slots (all: GAUNTLET_LOGICAL_GPUS)")
+    p.add_argument("--overlap", type=int, default=1, metavar="K",
+                   help="K judges per GPU (default 1): their correctness phases run side by side, each timing "
+                        "with the card alone; each judge gets 1/K of the GPU's memory")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: this host (default); ray: one Ray task per candidate, on the cluster at --address "
                         "or a local one (pip install 'gauntlet[ray]')")
@@ -223,7 +226,7 @@ def _executor_options(p: argparse.ArgumentParser) -> None:
 
 def _executor(args, device: str):
     from harness.judge import executors
-    return executors.make(args.executor, device, args.gpus, args.address)
+    return executors.make(args.executor, device, args.gpus, args.address, args.overlap)
 
 
 def _search(p: argparse.ArgumentParser) -> None:

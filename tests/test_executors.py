@@ -74,7 +74,7 @@ def test_executor_choice_and_its_usage_errors():
         executors.make("local", "cpu", None, "10.0.0.1:6379")
     code, out, err = _gauntlet("eval-many", "gemm", str(ROOT / "solutions" / "gemm" / "torch_matmul.py"), *FLAGS,
                                "--gpus", "all")
-    assert code == 2 and "GAUNTLET_LOGICAL_GPUS" in err
+    assert code == 2 and "GAUNTLET_LOGICAL_GPUS" in err, err
 
 
 def test_eval_many_on_two_logical_gpus_judges_at_once_each_on_its_own_and_keeps_the_order(tmp_path):

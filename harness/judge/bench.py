@@ -112,6 +112,7 @@ class Schedule:
         self.reasons: list[Reason] = []
         self.spots: list[tuple[int, dict, list]] = []
         self.disturbed: dict = {}          # baseline label -> [disturbed batches, batches]
+        self.busy_gpu = False              # the quiet check ruled the GPU busy (its reason is in self.reasons)
 
     # -- set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> dict:
@@ -249,6 +250,7 @@ class Schedule:
         if self.quiet_ms and worst > QUIET_FACTOR * self.quiet_ms + QUIET_SLACK_MS:
             count[0] += 1
         if count[0] >= QUIET_MIN and count[0] >= QUIET_SHARE * count[1]:
+            self.busy_gpu = True            # harness.judge.timed asks whether another judge could have done it
             self.reasons.append(Reason("background_work", f"while baseline {label!r} was timed (the candidate's "
                                        f"processes stopped) the GPU was busy in {count[0]} of {count[1]} batches: "
                                        f"its L2 flush took up to {worst:.3f} ms, {self.quiet_ms:.3f} ms when idle: "

@@ -16,7 +16,7 @@ from hypothesis import seed as hypothesis_seed
 
 from harness import backends, formats, protocol
 from harness.judge import (audit, bytecode, check, conventions, environment, failures, fingerprint, fuzz, kernels,
-                           memory, replies, scoring, timed)
+                           memory, replies, scoring, standby, timed, turns)
 from harness.judge.watchdog import TimeBudget
 from harness.protocol import digest
 from harness.discover import SolutionInfo
@@ -86,6 +86,11 @@ class Judge:
         self.history = collections.deque(maxlen=max(1, self.problem.calls_per_case - 1))
 
     def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
+        # A correctness call shares the card with other judges' (harness.judge.turns), never with a timed shape.
+        with turns.sharing(self.device):
+            return self._run_call(shape, spec, seed)
+
+    def _run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
         key = (spec.name, tuple(sorted(shape.items())))
         if any(k != key for k, _ in self.history):
             self.history.clear()           # a new case: free the last one's expectations before building any
@@ -239,21 +244,30 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
     # Where this card's idle flush time is known from an earlier judgement (harness.judge.peaks.cached_quiet), the
     # candidate is not held back: its correctness phase overlaps the baseline worker's start, and the known idle
     # time stands in for the one the baseline worker measures now, beside the candidate (timed.ensure_baseline).
-    base = timed.start_baseline_worker(problem, opts.device, opts.sandbox, deferred=True) if timing else None
+    # Many judgements in one process (eval-many, run): the baseline worker may be the last judgement's, and this
+    # candidate's worker may have been started, gated, during it (harness.judge.standby).
+    base = None
+    if timing:
+        base = standby.take_baseline(problem, opts) or \
+            timed.start_baseline_worker(problem, opts.device, opts.sandbox, deferred=True)
     quiet = timed.known_quiet() if base is not None else None
     judge, first = None, None
     budget = TimeBudget(opts.time_limit_s)       # shared by every candidate worker of this judgement
+    started: list = []                           # every candidate worker of this judgement (standby.keep_baseline)
     try:
+        first = standby.take_candidate(problem, solution, opts, budget)
         if base is not None:
-            first = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget,
-                          deferred=True, fmt=solution.format)
+            first = first or Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox,
+                                   budget=budget, deferred=True, fmt=solution.format)
             if quiet is None:
-                timed.finish_baseline_start(base, problem)
+                with turns.alone(opts.device):      # the idle reading: no other judge's work on the card either
+                    timed.finish_baseline_start(base, problem)
                 timed.learn_quiet(base)
         for i, spec in enumerate(dtypes):
             if judge is None or not judge.child.alive:
                 # A crash or a sticky CUDA error costs one dtype, not all: the next one gets a fresh process.
-                judge = _start_judge(problem, solution, opts, record, base, budget, first)
+                started.append(first)
+                judge = _start_judge(problem, solution, opts, record, base, budget, first, started)
                 first = None
                 if judge is None:
                     for rest in dtypes[i:]:
@@ -271,18 +285,23 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
                 record.confinement = dict(record.confinement or {}, baseline=base.confinement)
                 timed.time_dtype(judge, spec, opts, record)
     finally:
-        close_all([first, judge.child if judge is not None else None, base])
+        kept = standby.keep_baseline(base, problem, opts, [c for c in started if c is not None])
+        close_all([first, judge.child if judge is not None else None, None if kept else base])
     for name, summary in _scores(record).items():
         record.score[name] = summary
 
 
-def _start_judge(problem, solution, opts, record, base, budget=None, child=None) -> Judge | None:
-    """`child`: a candidate worker already spawned (gated) beside the baseline worker; else a new one."""
+def _start_judge(problem, solution, opts, record, base, budget=None, child=None, started=None) -> Judge | None:
+    """`child`: a candidate worker already spawned (gated) beside the baseline worker; else a new one (added to
+    `started`)."""
     try:
         if child is None:
             child = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget,
                           fmt=solution.format)
-        child.finish_start()
+            if started is not None:
+                started.append(child)
+        with turns.sharing(opts.device):     # the candidate's import may run GPU work: never beside a timing
+            child.finish_start()
     except ChildFailed as exc:
         if exc.reason.to_json() not in record.reasons:
             record.reasons.append(exc.reason.to_json())

@@ -14,7 +14,14 @@ STORE = "peaks.json"      # in the judge's cache folder (harness.judge.cache): p
 
 
 def measure_peaks(device, dtypes: dict) -> dict:
-    """The ceilings on this card, measured now: cuBLAS matmul rate per dtype at 8192^3 and copy bandwidth."""
+    """The ceilings on this card, measured now: cuBLAS matmul rate per dtype at 8192^3 and copy bandwidth, with
+    the card to this judge alone (harness.judge.turns)."""
+    from harness.judge import turns
+    with turns.alone("cuda"):
+        return _measure(device, dtypes)
+
+
+def _measure(device, dtypes: dict) -> dict:
     peaks = {}
     flush = Flusher(device)
     n = 8192

@@ -7,7 +7,7 @@ import torch
 
 from harness import protocol
 from harness.inputs import make_inputs
-from harness.judge import check, conventions, fuzz, replies, scoring
+from harness.judge import check, conventions, fuzz, replies, scoring, turns
 from harness.judge.bench import BaselineFailed, Schedule, TimingRejected
 from harness.judge.isolate import Child, ChildFailed
 from harness.judge.oracle import expected_for
@@ -73,7 +73,7 @@ def time_dtype(judge, spec, opts, record) -> None:
     for bench in (opts.shapes or problem.benchmark)[:opts.max_shapes]:
         shape = {d: bench[d] for d in problem.dims}
         try:
-            entry, reasons = _time_shape(judge, spec, shape, opts, record)
+            entry, reasons = _time_shape_alone(judge, spec, shape, opts, record)
         except ChildFailed as exc:
             record.reasons.append(Reason(exc.reason.code, f"while timing {shape}: {exc.reason.detail}").to_json())
             return
@@ -87,7 +87,7 @@ def time_dtype(judge, spec, opts, record) -> None:
             # Otherwise not the candidate's doing: no reason against it, the entry says why there is no figure.
             return
         entry.update(source=bench.get("source", ""), spot_check="fail" if reasons else "pass")
-        if entry.get("candidate_ms") is not None:
+        if entry.get("candidate_ms") is not None or entry.get("baseline_errors"):
             record.timings.append(entry)
         record.reasons += [r.to_json() for r in reasons]
         if reasons:
@@ -104,6 +104,23 @@ def _candidate_could_kill(judge, detail: str) -> bool:
     return not (conf.get("verified") and conf.get("signals") == "own domain only")
 
 
+def _time_shape_alone(judge, spec, shape, opts, record):
+    """One shape timed while this judge has the card to itself (harness.judge.turns: no other judge's correctness
+    call or timing runs meanwhile). Where the quiet check still found the GPU busy and other judges share the card,
+    the work it saw may be another judge's candidate's (work it left queued): the shape is timed once more, and if
+    the card is busy again it gets no figure, with the reason in the entry, and no reason against this candidate.
+    Alone on the card (no other judge), a busy GPU is this candidate's leftover work: `background_work`."""
+    for attempt in (1, 2):
+        with turns.alone(judge.device):
+            entry, reasons, busy = _time_shape(judge, spec, shape, opts, record)
+        if not busy or turns.others(judge.device) == 0:
+            return entry, reasons
+    detail = (f"the GPU was busy while the baselines were timed, twice, and {turns.others(judge.device)} other "
+              "judge(s) share this card: the work may be another judge's candidate's, so no figure and no verdict "
+              "from it")
+    return {"dtype": spec.name, "shape": shape, "baselines": {}, "baseline_errors": {"shared_gpu": detail}}, []
+
+
 def _time_shape(judge, spec, shape, opts, record):
     problem = judge.problem
     probe = expected_for(problem, make_inputs(problem, shape, spec, 0, judge.device), spec)
@@ -118,9 +135,10 @@ def _time_shape(judge, spec, shape, opts, record):
         schedule.reasons += exc.reasons
     finally:
         schedule.end()
+    busy = schedule.busy_gpu and all(r.code == "background_work" for r in schedule.reasons)
     if schedule.reasons or "candidate" not in schedule.samples:
         return {"dtype": spec.name, "shape": shape, "baselines": {}}, schedule.reasons or \
-            [Reason("crash", f"no timed call of the candidate completed on {shape}")]
+            [Reason("crash", f"no timed call of the candidate completed on {shape}")], busy
     figs = schedule.figures()
     entry = _entry(problem, spec, shape, figs, schedule, record, opts.peaks)
     reasons = _spot_checks(judge, spec, shape, schedule.spots, record)
@@ -128,7 +146,7 @@ def _time_shape(judge, spec, shape, opts, record):
     reasons += schedule.second_clock(figs)
     if judge.device == "cuda":
         torch.cuda.empty_cache()
-    return entry, reasons
+    return entry, reasons, False
 
 
 def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:

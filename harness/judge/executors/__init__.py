@@ -21,21 +21,32 @@ class InlineExecutor:
     gpus = 1
 
     def run(self, jobs: list[dict], on_start=None):
+        from harness.judge import standby
         from harness.judge.executors import task
-        for job in jobs:
+        standby.enable()              # the next candidate's worker starts during this one's judgement
+        for i, job in enumerate(jobs):
             if on_start:
                 on_start(job, {"executor": "inline"})
+            if i + 1 < len(jobs):
+                task.prestart(jobs[i + 1])
             yield job, task.judge(job, where={"executor": "inline"})
 
     def close(self) -> None:
-        pass
+        from harness.judge import standby
+        standby.close()
 
 
-def make(kind: str | None, device: str, gpus: str | None = None, address: str | None = None):
-    """The executor the options ask for. ValueError (the user's error) for a combination that cannot work."""
+def make(kind: str | None, device: str, gpus: str | None = None, address: str | None = None, overlap: int = 1):
+    """The executor the options ask for. ValueError (the user's error) for a combination that cannot work.
+    `overlap`: judges per GPU (--overlap K): K slots on each GPU, whose correctness phases run side by side while
+    each timing has the card alone (harness.judge.turns)."""
     from harness.judge.executors import slots
     if address and kind != "ray":
         raise ValueError("--address is for --executor ray")
+    if overlap < 1:
+        raise ValueError(f"--overlap must be a positive number of judges per GPU, got {overlap}")
+    if overlap > 1 and kind == "ray":
+        raise ValueError("--overlap is for the local executor (a Ray task holds a whole GPU)")
     if kind == "ray":
         from harness.judge.executors.cluster import RayExecutor
         logical = None
@@ -46,7 +57,7 @@ def make(kind: str | None, device: str, gpus: str | None = None, address: str | 
         elif device == "cpu" and not address:
             logical = slots.logical_count() or 1
         return RayExecutor(address=address, num_gpus=logical)
-    if gpus is None:                  # --executor local without --gpus: this process, as before
+    if gpus is None and overlap == 1:   # --executor local without --gpus: this process, as before
         return InlineExecutor()
     from harness.judge.executors.local import LocalExecutor
-    return LocalExecutor(slots.slot_devices(gpus, device))
+    return LocalExecutor(slots.slot_devices(gpus or "1", device), overlap=overlap)

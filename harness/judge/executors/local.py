@@ -26,10 +26,13 @@ from harness.judge.executors import task
 
 
 class Slot:
-    def __init__(self, index: int, device: str):
-        self.index, self.device = index, device
+    def __init__(self, index: int, device: str, share: int = 1):
+        self.index, self.device, self.share = index, device, share
         self.job: dict | None = None
+        self.next: dict | None = None      # reserved for this slot: its worker was started during `job`
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=device, GAUNTLET_SLOT=str(index))
+        if share > 1:      # K judges on one card: each sizes its cases to its share of the memory (judge.memory)
+            env["GAUNTLET_JUDGES_PER_GPU"] = str(max(share, _int(os.environ.get("GAUNTLET_JUDGES_PER_GPU"))))
         root = str(Path(__file__).resolve().parents[3])          # the folder that holds this `harness` package
         if not _on_site_path(root):
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH", "")]))
@@ -40,8 +43,11 @@ class Slot:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                      start_new_session=True)
 
-    def give(self, job: dict) -> None:
-        self.job = job
+    def give(self, job: dict, after: dict | None = None) -> None:
+        """Judge `job`; `after`: the job this slot is to judge next (its worker starts meanwhile, gated)."""
+        self.job, self.next = job, after
+        if after is not None:
+            self.proc.stdin.write(json.dumps({"prestart": after}) + "\n")
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
 
@@ -56,19 +62,29 @@ class Slot:
                 pass
 
 
+def _int(text: str | None) -> int:
+    try:
+        return int(text or 1)
+    except ValueError:
+        return 1
+
+
 def _on_site_path(folder: str) -> bool:
     sites = site.getsitepackages() + [site.getusersitepackages()]
     return any(Path(s).resolve() == Path(folder) for s in sites if s)
 
 
 class LocalExecutor:
-    """`devices`: each slot's CUDA_VISIBLE_DEVICES (harness.judge.executors.slots.slot_devices)."""
+    """`devices`: each GPU's CUDA_VISIBLE_DEVICES (harness.judge.executors.slots.slot_devices). `overlap`: slots
+    per GPU. With more than one, a GPU's slots judge side by side: their correctness phases overlap, and their
+    timings take turns, each with the card alone (harness.judge.turns), so a figure is never shared."""
 
     kind = "local"
 
-    def __init__(self, devices: list[str]):
-        self.devices = list(devices)
-        self.gpus = len(self.devices)
+    def __init__(self, devices: list[str], overlap: int = 1):
+        self.overlap = max(1, overlap)
+        self.devices = [d for d in devices for _ in range(self.overlap)]      # GPU 0's slots, then GPU 1's, ...
+        self.gpus = len(devices)
         self.slots: list[Slot] = []
 
     def run(self, jobs: list[dict], on_start=None):
@@ -76,13 +92,15 @@ class LocalExecutor:
         when a slot takes a job."""
         pending = collections.deque(jobs)
         if not self.slots:
-            self.slots = [Slot(i, d) for i, d in enumerate(self.devices[:max(1, len(jobs))])]
+            self.slots = [Slot(i, d, self.overlap) for i, d in enumerate(self.devices[:max(1, len(jobs))])]
         with selectors.DefaultSelector() as sel:
             while True:
                 for slot in self.slots:
-                    if slot.job is None and pending:
-                        job = pending.popleft()
-                        slot.give(job)
+                    if slot.job is None and (slot.next is not None or pending):
+                        job = slot.next if slot.next is not None else pending.popleft()
+                        # A next job is reserved only where no idle slot is left wanting one.
+                        hungry = sum(1 for s in self.slots if s.job is None and s.next is None and s is not slot)
+                        slot.give(job, pending.popleft() if len(pending) > hungry else None)
                         sel.register(slot.proc.stdout, selectors.EVENT_READ, slot)
                         if on_start:
                             on_start(job, {"executor": "local", "slot": slot.index, "device": slot.device})
@@ -103,7 +121,8 @@ class LocalExecutor:
         whose workers are confined apart), and a fresh slot takes the GPU."""
         code = slot.proc.wait()
         slot.close()
-        self.slots[slot.index] = Slot(slot.index, slot.device)
+        self.slots[slot.index] = Slot(slot.index, slot.device, slot.share)
+        self.slots[slot.index].next = slot.next      # the job reserved for the dead slot: the fresh one's next
         detail = (f"harness error: the judge slot of GPU {slot.device} died (exit status {code}) while judging; "
                   "not a verdict on the candidate")
         return {"index": job["index"], "record": task.harness_error(job, job["options"]["device"], detail),

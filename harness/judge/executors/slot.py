@@ -5,6 +5,8 @@ It reads jobs (harness.judge.executors.task), one JSON line each, on standard in
 (which starts the candidate's confined workers as `gauntlet eval` does; they inherit this environment, so they see
 only this slot's GPU), and writes one result line per job on what was its standard output. Anything else that
 would be printed goes to standard error (the driver's), so the result channel carries results only.
+A line {"prestart": JOB} names the job this slot will get next (the driver writes it just before the current job):
+that candidate's worker is started, gated, so its start-up overlaps the current judgement (harness.judge.standby).
 """
 from __future__ import annotations
 
@@ -19,15 +21,22 @@ def main() -> int:
     os.dup2(2, 1)                     # stray prints (a library's warning) go to stderr, not into the results
     sys.stdout = sys.stderr
     _die_with_parent()
+    from harness.judge import standby
     from harness.judge.executors import task
     task.prepare_process()
+    standby.enable()
     slot = int(os.environ.get("GAUNTLET_SLOT", "0"))
     for line in sys.stdin:
         if not line.strip():
             continue
-        result = task.judge(json.loads(line), where={"executor": "local", "slot": slot})
+        doc = json.loads(line)
+        if "prestart" in doc:         # the job this slot gets next: its worker starts during the current one
+            task.prestart(doc["prestart"])
+            continue
+        result = task.judge(doc, where={"executor": "local", "slot": slot})
         results.write(json.dumps(result, default=str) + "\n")
         results.flush()
+    standby.close()
     return 0
 
 

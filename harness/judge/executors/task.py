@@ -151,6 +151,26 @@ def judge(job: dict, where: dict | None = None) -> dict:
             "wall_s": round(time.monotonic() - t0, 2)}
 
 
+def prestart(job: dict) -> None:
+    """Start the worker of the job this process judges next, gated (harness.judge.standby), so that its start-up
+    overlaps the current judgement. Anything that goes wrong here is left for the job's own judgement to meet."""
+    from harness import discover
+    from harness.judge import standby
+    if job.get("source") is not None or not standby.enabled():
+        return                        # a shipped source is written out only when its turn comes
+    try:
+        previous = discover.use(search_from_json(job["search"]))
+        try:
+            problem = discover.get_problem(job["problem"])
+            solution = discover.get_solution(problem.id, job["path"], fmt=job.get("format"),
+                                             backend=job.get("backend"))
+            standby.prestart(problem, solution, options_from_json(job["options"]))
+        finally:
+            discover.use(previous)
+    except Exception:  # noqa: BLE001 - a hint, never a failure
+        pass
+
+
 def _mismatch(expect: dict | None, problem, solution, opts) -> str | None:
     if not expect:
         return None

@@ -1,0 +1,126 @@
+"""Workers started ahead of need (harness.judge.standby) and K judges per GPU (--overlap): what is kept, what is
+never kept, and that overlapping judges still judge each candidate on its own."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from harness.judge import executors, standby
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFINED = {"verified": True, "signals": "own domain only"}
+
+
+class FakeChild:
+    def __init__(self, hello=True, confinement=None, alive=True, gated=False):
+        self.hello = {"ok": True} if hello else None
+        self.confinement = confinement
+        self.alive, self.gated, self.closed = alive, gated, False
+        self.proc = SimpleNamespace(poll=lambda: None if self.alive else 1)
+        self.budget = None
+
+    def close(self):
+        self.closed, self.alive = True, False
+
+
+@pytest.fixture
+def on(monkeypatch):
+    monkeypatch.setattr(standby, "_ON", True)
+    monkeypatch.setattr(standby, "_NEXT", {})
+    monkeypatch.setattr(standby, "_BASE", {})
+    import harness.judge.isolate as isolate
+    monkeypatch.setattr(isolate, "close_all", lambda children: [c.close() for c in children if c is not None])
+    return standby
+
+
+PROBLEM = SimpleNamespace(id="gemm")
+OPTS = SimpleNamespace(device="cuda", sandbox="auto")
+
+
+def test_a_baseline_is_kept_only_beside_confined_candidates(on):
+    base = FakeChild()
+    assert not on.keep_baseline(base, PROBLEM, OPTS, [FakeChild(confinement={"verified": False})])
+    assert not on.keep_baseline(base, PROBLEM, OPTS, [FakeChild(confinement=None)])   # died before its hello
+    assert not on.keep_baseline(base, PROBLEM, OPTS, [FakeChild(confinement=CONFINED),
+                                                      FakeChild(confinement={"verified": True, "signals": "any"})])
+    assert on.take_baseline(PROBLEM, OPTS) is None
+    assert on.keep_baseline(base, PROBLEM, OPTS, [FakeChild(confinement=CONFINED)])
+    assert on.take_baseline(PROBLEM, OPTS) is base
+    assert on.take_baseline(PROBLEM, OPTS) is None          # taken: one judgement at a time uses it
+
+
+def test_a_dead_baseline_is_not_handed_out_and_only_one_is_kept(on):
+    first, second = FakeChild(), FakeChild()
+    assert on.keep_baseline(first, PROBLEM, OPTS, [])
+    assert on.keep_baseline(second, SimpleNamespace(id="bmm"), OPTS, [])
+    assert first.closed                                    # each kept one holds a CUDA context: one at a time
+    second.alive = False
+    assert on.take_baseline(SimpleNamespace(id="bmm"), OPTS) is None and second.closed
+
+
+def test_nothing_is_kept_when_off(monkeypatch):
+    monkeypatch.setattr(standby, "_ON", False)
+    assert not standby.keep_baseline(FakeChild(), PROBLEM, OPTS, [])
+
+
+def test_a_prestarted_worker_is_handed_to_its_own_candidate_only(on):
+    sol = SimpleNamespace(path=Path("/x/a.py"), backend="triton", format="native", error=None, unsupported=None)
+    other = SimpleNamespace(path=Path("/x/b.py"), backend="triton", format="native", error=None, unsupported=None)
+    child = FakeChild(hello=False, gated=True)
+    on._NEXT[on._candidate_key(PROBLEM, sol, OPTS)] = child
+    assert on.take_candidate(PROBLEM, other, OPTS, "budget") is None
+    got = on.take_candidate(PROBLEM, sol, OPTS, "budget")
+    assert got is child and got.budget == "budget"
+    dead = FakeChild(hello=False, gated=True, alive=False)
+    on._NEXT[on._candidate_key(PROBLEM, sol, OPTS)] = dead
+    assert on.take_candidate(PROBLEM, sol, OPTS, "budget") is None and dead.closed
+
+
+def test_no_prestart_on_the_cpu_or_for_a_broken_file(on, monkeypatch):
+    import harness.judge.isolate as isolate
+    monkeypatch.setattr(isolate, "Child", lambda *a, **k: pytest.fail("no worker should start"))
+    sol = SimpleNamespace(path=Path("/x/a.py"), backend="triton", format="native", error=None, unsupported=None)
+    on.prestart(PROBLEM, sol, SimpleNamespace(device="cpu", sandbox="auto"))
+    on.prestart(PROBLEM, SimpleNamespace(**dict(vars(sol), error="SyntaxError")), OPTS)
+    assert on._NEXT == {}
+
+
+def test_overlap_puts_k_slots_on_each_gpu_with_their_share_of_memory(monkeypatch):
+    monkeypatch.delenv("GAUNTLET_JUDGES_PER_GPU", raising=False)
+    ex = executors.make("local", "cpu", "2", None, 3)
+    assert ex.devices == ["0", "0", "0", "1", "1", "1"] and ex.gpus == 2
+    assert executors.make("local", "cpu", None, None, 2).devices == ["0", "0"]
+    with pytest.raises(ValueError, match="--overlap must be a positive"):
+        executors.make("local", "cpu", None, None, 0)
+    with pytest.raises(ValueError, match="--overlap is for the local executor"):
+        executors.make("ray", "cpu", None, None, 2)
+
+
+def test_overlapping_judges_on_one_device_judge_each_candidate_on_its_own(tmp_path):
+    """Two judges on logical GPU 0 at once: both candidates in flight together, each in its own judge and worker,
+    each told it has half the card's memory; the lines in the candidates' order."""
+    folder = tmp_path / "cands"
+    folder.mkdir()
+    says = ("import os, time\nBACKEND = 'torch'\ntime.sleep(%s)\n"
+            "raise ImportError('share ' + os.environ.get('GAUNTLET_JUDGES_PER_GPU', '?') + ' device ' + "
+            "os.environ.get('CUDA_VISIBLE_DEVICES', '?'))\n")
+    (folder / "a.py").write_text(says % 4)
+    (folder / "b.py").write_text(says % 0.5)
+    out = subprocess.run([sys.executable, "-m", "harness", "eval-many", "gemm", str(folder), "--device", "cpu",
+                          "--dtype", "float32", "--examples", "1", "--seed", "1", "--overlap", "2"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    *lines, summary = [json.loads(x) for x in out.stdout.splitlines()]
+    assert [d["id"] for d in lines] == ["a", "b"]
+    where = [d["judged_by"] for d in lines]
+    assert [w["device"] for w in where] == ["0", "0"] and where[0]["pid"] != where[1]["pid"]
+    for d in lines:
+        assert "share 2 device 0" in d["reasons"][0]["detail"]
+    ends = [w["started_at"] + d["wall_s"] for w, d in zip(where, lines)]
+    assert where[1]["started_at"] < ends[0] and ends[1] < ends[0]
+    assert summary["summary"]["gpus"] == 1
