@@ -17,6 +17,7 @@ import torch
 
 from harness import discover, formats
 from harness.judge.evaluate import Options, evaluate
+from tests import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "adapters"
@@ -89,6 +90,7 @@ def test_a_file_of_no_format_is_an_import_error_naming_the_three():
 
 # --- judged: the same worker, checks and verdicts as a native file --------------------------------------------------
 
+@needs.triton_cpu
 def test_known_good_kernelbench_triton_file_passes_with_its_own_kernel():
     record = _judge("gemm", "kernelbench_gemm_triton.py")
     assert record.verdict == "pass", record.reasons
@@ -99,6 +101,7 @@ def test_known_good_kernelbench_triton_file_passes_with_its_own_kernel():
     assert record.confinement["candidate"]["mode"]                             # the confined worker, as ever
 
 
+@needs.triton_cpu
 def test_known_good_gpumode_triton_submission_passes():
     record = _judge("gemm", "gpumode_gemm_triton.py")
     assert record.verdict == "pass", record.reasons

@@ -9,6 +9,7 @@ from torch.profiler import ProfilerActivity, profile
 from harness import discover
 from harness.judge import kernels
 from harness.judge.evaluate import Options, evaluate
+from tests import needs
 from tests.test_bad_solutions import BAD
 
 GOOD = BAD.parent / "good"
@@ -105,6 +106,7 @@ def test_products_convolutions_and_attention_stay_forbidden_on_both_devices(name
         assert kernels.call_problems(_gpu_call(kernel), "cuda", frozenset({OWN}), timed=False), kernel
 
 
+@needs.triton_cpu
 def test_an_honest_moe_kernel_with_routing_glue_passes_on_the_cpu():
     """tests/good/grouped_moe_routing_glue.py: searchsorted, bincount, diff and argsort around the shipped grouped
     kernel's schedule. The CPU allowlist used to refuse all four (forbidden_op); one case, three calls."""

@@ -16,7 +16,8 @@ import torch  # noqa: F401 - loaded before pytester's in-process sessions, which
 #               a C extension such as torch's cannot be imported a second time into one process
 
 from harness.judge import gate
-from reports import compare, schema
+from reports import compare
+from tests import needs
 from tests.test_compare import REAL, _record, _slowed
 from tests.test_install import PROJECT, _make_project
 
@@ -99,7 +100,7 @@ def test_the_sessions_file_holds_one_record_per_solution_and_a_rerun_compares_qu
     assert doc["schema"] == "gauntlet.run/1" and merged["verdict"] == "pass"
     assert sorted(merged["cases"]) == ["bfloat16", "float16"] and len(merged["timings"]) == 2
     assert merged["fingerprint"]["options"]["dtypes"] == ["bfloat16", "float16"]
-    assert schema.problems(doc, "run") == []
+    assert needs.schema_problems(doc, "run") == []
 
     second = pytester.path / "branch.json"
     result = _session(pytester, [_record(2), _as_dtype(_record(2), "float16")], "--gauntlet-compare", first,
@@ -137,7 +138,7 @@ def test_a_kernel_judged_wrong_on_the_cpu_is_a_regression_of_its_stored_pass(pyt
     doc = json.loads((pytester.path / "branch.json").read_text())
     (record,) = doc["records"]
     assert record["verdict"] == "fail" and record["timings"] == []
-    assert schema.problems(doc, "run") == []                # the published results-file schema holds
+    assert needs.schema_problems(doc, "run") == []                # the published results-file schema holds
 
 
 def test_merge_keeps_the_worst_verdict_and_every_reason():

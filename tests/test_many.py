@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.discover import UsageError
+from tests import needs
 from harness.judge import many
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,8 +110,7 @@ def test_a_candidate_gone_before_its_turn_is_its_own_error_line(tmp_path):
     (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
     assert line["verdict"] == "error" and line["reasons"][0]["code"] == "import_error" and line["id"] == "gone"
     assert run.summary()["summary"]["verdicts"] == {"error": 1}
-    from reports import schema
-    assert not schema.problems(line, "many")
+    assert not needs.schema_problems(line, "many")
 
 
 class _NothingToJudge:
