@@ -1,5 +1,12 @@
 """Skips for tests that need what a machine may lack, each with its reason (the product reports the same lack as
-`unsupported`, never as a failure of the candidate)."""
+`unsupported`, never as a failure of the candidate); and what a nested pytest needs where Gauntlet is not installed."""
+import functools
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from harness import backends
@@ -23,3 +30,30 @@ def schema_problems(doc: dict, kind: str) -> list:
     pytest.importorskip("jsonschema", reason="jsonschema is not installed (pip install 'gauntlet[test]')")
     from reports import schema
     return schema.problems(doc, kind)
+
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def _sees_plugin(pythonpath: str) -> bool:
+    """Whether a pytest started outside the checkout, with this PYTHONPATH, finds the plugin's pytest11 entry
+    point (the installed package's, or the metadata of an editable install in the checkout)."""
+    code = "from importlib import metadata; print(any(e.name == 'gauntlet' for e in metadata.entry_points(group='pytest11')))"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    out = subprocess.run([sys.executable, "-c", code], cwd=tempfile.gettempdir(), env=env, capture_output=True,
+                         text=True)
+    return out.stdout.strip() == "True"
+
+
+def plugin_env(env: dict) -> dict:
+    """`env` for a pytest run in a user's project. Where the package is not installed (a GPU runner without a
+    package network runs the suite from its checkout), the plugin is loaded as its entry point would load it: the
+    checkout importable, and PYTEST_PLUGINS where no entry point is visible even so. So the test still tests it."""
+    if _sees_plugin(env.get("PYTHONPATH", "")):
+        return env
+    path = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH", "")]))
+    env = dict(env, PYTHONPATH=path)
+    return env if _sees_plugin(path) else dict(env, PYTEST_PLUGINS="harness.plugin")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import needs
 from tests.test_install import PROJECT, _make_project, _run
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -51,8 +52,8 @@ class Runner:
         bin_ = _shims(root / "bin")
         outer = {k: v for k, v in os.environ.items()
                  if not k.startswith(("GAUNTLET_", "PYTEST_", "GITHUB_")) and k != "PYTHONPATH"}
-        self.env = {**outer, **{k: str(v) for k, v in _workflow()["env"].items()}, **ON_THE_CPU,
-                    "PATH": f"{bin_}{os.pathsep}{outer.get('PATH', '')}", "PYTHONNOUSERSITE": "1"}
+        self.env = needs.plugin_env({**outer, **{k: str(v) for k, v in _workflow()["env"].items()}, **ON_THE_CPU,
+                                     "PATH": f"{bin_}{os.pathsep}{outer.get('PATH', '')}", "PYTHONNOUSERSITE": "1"})
 
     def run(self, step_id: str, **env) -> tuple[int, str]:
         step = _steps()[step_id]

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from tests import needs
+
 QUICK = """
 import torch
 BACKEND = "torch"
@@ -296,7 +298,7 @@ def test_sigkill_mid_write_leaves_the_previous_file(tmp_path, where):
 def test_pytest_plugin_lets_pytest_report_the_interrupt(suite):
     """Ctrl-C during a judgement collected by the plugin: pytest's own interrupt summary, its exit status 2, and
     the worker (and what it forked) gone."""
-    env = dict(os.environ, STUCK_FORKS="1", GAUNTLET_SOLUTIONS=str(suite / "solutions"))
+    env = needs.plugin_env(dict(os.environ, STUCK_FORKS="1", GAUNTLET_SOLUTIONS=str(suite / "solutions")))
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
                              "--gauntlet-device", "cpu", str(suite / "solutions" / "gemm" / "b_stuck.py"),
                              "-k", "float32"], cwd=suite, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from harness import discover
+from tests import needs
 from harness.inputs import make_inputs, matmul_precision
 from harness.judge import check, fuzz
 from harness.judge.oracle import expected_for
@@ -168,7 +169,7 @@ def test_the_plugin_fails_a_solution_with_no_dtype_to_judge(tmp_path):
     folder = tmp_path / "solutions" / "gemm"
     folder.mkdir(parents=True)
     (folder / "computes_nothing.py").write_text((BAD / "declares_no_dtypes.py").read_text())
-    env = dict(os.environ, GAUNTLET_SOLUTIONS=str(tmp_path / "solutions"))
+    env = needs.plugin_env(dict(os.environ, GAUNTLET_SOLUTIONS=str(tmp_path / "solutions")))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                           str(folder / "computes_nothing.py")], capture_output=True, text=True, timeout=300,
                          env=env, cwd=BAD.parent.parent)
