@@ -31,7 +31,10 @@ def speedup_ci(base_ms: list[float], cand_ms: list[float], seed: int = 0, n: int
 SYSTEMATIC_FLOOR = 0.003
 
 
-def paired_speedup_ci(base_rounds: dict, cand_rounds: dict, seed: int = 0, n: int = 2000,
+BOOTSTRAP_N = 2000      # resamples of the reported interval
+
+
+def paired_speedup_ci(base_rounds: dict, cand_rounds: dict, seed: int = 0, n: int = BOOTSTRAP_N,
                       floor: float | None = None) -> tuple[float, float]:
     """95% bootstrap interval of median(base) / median(cand), resampling rounds: a round's candidate and baseline
     calls are drawn together (paired), so drift shared by a round cancels instead of widening the interval; then
