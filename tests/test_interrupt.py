@@ -180,8 +180,8 @@ def sleeper():
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{tag}"], start_new_session=True)
     print(p.pid, flush=True)
 with interrupt.handle(lambda: print("last words", flush=True)):
-    sleeper()
     try:
+        sleeper()              # inside the try: the test's first signal may come before the sleep below begins
         time.sleep(600)
     except interrupt.Interrupted:
         sleeper()              # started while stopping
