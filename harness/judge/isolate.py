@@ -52,6 +52,13 @@ def _stat(pid: int):
         return None
 
 
+def signals_scoped(confinement: dict | None) -> bool:
+    """A worker verified confined in a Landlock domain of its own with signals scoped (ABI 6+): it cannot signal,
+    trace or write any process outside its domain (another worker of this judge included)."""
+    conf = confinement or {}
+    return bool(conf.get("verified")) and conf.get("signals") == "own domain only"
+
+
 def adopted_orphans(known: set[int], since: int) -> list[int]:
     """Live processes re-parented to us, outside our session, started since `since` (the child's own start time):
     the candidate's escaped descendants. Zombies are reaped, not reported; older orphans belong to someone else

@@ -89,10 +89,9 @@ def keep_baseline(base, problem, opts, candidates: list) -> bool:
     caller then does not close it)."""
     if not _ON or base is None or not base.alive or base.hello is None:
         return False
-    for child in candidates:
-        conf = getattr(child, "confinement", None) or {}
-        if not (conf.get("verified") and conf.get("signals") == "own domain only"):
-            return False
+    from harness.judge.isolate import signals_scoped
+    if not all(signals_scoped(getattr(child, "confinement", None)) for child in candidates):
+        return False
     stale = [b for k, b in _BASE.items() if b is not base]     # one kept at a time: each holds a CUDA context
     _BASE.clear()
     if stale:

@@ -100,8 +100,8 @@ def _candidate_could_kill(judge, detail: str) -> bool:
     no ratio at all. Where it was confined it could not: a harness or machine failure, no reason against it."""
     if "killed by SIG" not in detail:
         return False
-    conf = getattr(judge.child, "confinement", None) or {}
-    return not (conf.get("verified") and conf.get("signals") == "own domain only")
+    from harness.judge.isolate import signals_scoped
+    return not signals_scoped(getattr(judge.child, "confinement", None))
 
 
 def _time_shape_alone(judge, spec, shape, opts, record):

@@ -185,11 +185,9 @@ class Turns:
 
 def _start_time(pid: int) -> str:
     """The process's start time (clock ticks after boot): with the pid, names one process, never a reused pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rpartition(")")[2].split()[19]
+    from harness.judge.isolate import _stat
+    st = _stat(pid)
+    return str(st[4]) if st else ""
 
 
 def holders(fd: int) -> list[int]:
@@ -209,7 +207,7 @@ def holders(fd: int) -> list[int]:
         return []
 
 
-_TURNS: dict[str, Turns] = {}
+_TURNS: dict[int, Turns | None] = {}     # CUDA device index -> its card's Turns: named once, not per call
 
 
 def for_device(device: str = "cuda") -> Turns | None:
@@ -218,34 +216,26 @@ def for_device(device: str = "cuda") -> Turns | None:
         return None
     try:
         import torch
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        key = str(getattr(props, "uuid", "") or "") or f"pci-{props.pci_bus_id}-{props.pci_device_id}"
+        index = torch.cuda.current_device()
+        if index not in _TURNS:
+            props = torch.cuda.get_device_properties(index)
+            key = str(getattr(props, "uuid", "") or "") or f"pci-{props.pci_bus_id}-{props.pci_device_id}"
+            _TURNS[index] = Turns("".join(c if c.isalnum() or c in "-_" else "_" for c in key))
     except (RuntimeError, AssertionError, AttributeError):
         return None
-    key = "".join(c if c.isalnum() or c in "-_" else "_" for c in key)
-    if key not in _TURNS:
-        _TURNS[key] = Turns(key)
-    return _TURNS[key]
+    return _TURNS[index]
 
 
-@contextlib.contextmanager
 def sharing(device: str):
+    """A shared turn on `device`'s card (nothing to take on the CPU)."""
     turns = for_device(device)
-    if turns is None:
-        yield
-        return
-    with turns.sharing():
-        yield
+    return turns.sharing() if turns is not None else contextlib.nullcontext()
 
 
-@contextlib.contextmanager
 def alone(device: str):
+    """The card to this judge alone (nothing to take on the CPU)."""
     turns = for_device(device)
-    if turns is None:
-        yield
-        return
-    with turns.alone():
-        yield
+    return turns.alone() if turns is not None else contextlib.nullcontext()
 
 
 def others(device: str) -> int:

@@ -32,7 +32,7 @@ class Slot:
         self.next: dict | None = None      # reserved for this slot: its worker was started during `job`
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=device, GAUNTLET_SLOT=str(index))
         if share > 1:      # K judges on one card: each sizes its cases to its share of the memory (judge.memory)
-            env["GAUNTLET_JUDGES_PER_GPU"] = str(max(share, _int(os.environ.get("GAUNTLET_JUDGES_PER_GPU"))))
+            env["GAUNTLET_JUDGES_PER_GPU"] = str(max(share, _judges_per_gpu()))
         root = str(Path(__file__).resolve().parents[3])          # the folder that holds this `harness` package
         if not _on_site_path(root):
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH", "")]))
@@ -62,9 +62,12 @@ class Slot:
                 pass
 
 
-def _int(text: str | None) -> int:
+def _judges_per_gpu() -> int:
+    """The user's GAUNTLET_JUDGES_PER_GPU (harness.gpu's parser); 1 where it is malformed, which --overlap's own
+    count then replaces."""
+    from harness import gpu
     try:
-        return int(text or 1)
+        return gpu.judges_per_gpu()
     except ValueError:
         return 1
 
