@@ -160,6 +160,22 @@ def pytest_collect_file(file_path: Path, parent):
     return SolutionFile.from_parent(parent, path=file_path)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent):
+    """A solution file named on the command line (`pytest solutions/gemm/mine.py`) is not a test module: pytest's
+    python plugin would import it, running candidate code unconfined in the pytest process, and two solutions of
+    the same file name in two problems' folders would be an "import file mismatch" collection error (seen on an
+    H100 runner). Its judgements come from SolutionFile alone."""
+    if module_path.parent.resolve() in _solution_folders(parent.config):
+        return _NotATestModule.from_parent(parent, path=module_path)
+    return None
+
+
+class _NotATestModule(pytest.File):
+    def collect(self):
+        return []
+
+
 def _solution_folders(config) -> dict:
     if _FOLDERS not in config.stash:
         config.stash[_FOLDERS] = {folder: pid for pid in discover.problem_ids()

@@ -217,6 +217,27 @@ def test_the_plugin_blames_a_broken_problem_in_one_line_not_a_traceback(pytester
     assert "Traceback" not in result.stdout.str() and "discover.py" not in result.stdout.str()
 
 
+def test_solution_files_named_on_the_command_line_are_judged_not_imported(pytester):
+    # Two kernels of one file name in two problems' folders, each leaving a mark if imported: named on the command
+    # line (as a CI job naming the files it changed does), both are collected as judgements and neither is imported
+    # by pytest itself (the python plugin would run candidate code in the pytest process).
+    _project(pytester.path)
+    marks = []
+    for pid in ("gemm", "bmm"):
+        mark = pytester.path / f"imported_{pid}"
+        _write(pytester.path / "kernels" / "solutions" / pid / "mine.py",
+               f"BACKEND = 'torch'\nopen({str(mark)!r}, 'w').close()\n\ndef solve(*a):\n    raise NotImplementedError\n")
+        marks.append(mark)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q",
+                                "kernels/solutions/gemm/mine.py", "kernels/solutions/bmm/mine.py",
+                                *([] if _plugin_installed() else ["-p", "harness.plugin"]))
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "import file mismatch" not in out and "error" not in out.lower()
+    result.stdout.fnmatch_lines(["*gemm/mine.py::gemm/mine[[]bfloat16[]]*", "*bmm/mine.py::bmm/mine[[]bfloat16[]]*"])
+    assert not any(m.exists() for m in marks)
+
+
 def _plugin_installed() -> bool:
     from importlib import metadata
     return any(ep.name == "gauntlet" for ep in metadata.entry_points(group="pytest11"))

@@ -377,6 +377,22 @@ def test_a_kernel_past_the_end_marker_is_outside_even_if_the_events_say_more():
     assert window.check(call, ms * 10)[0]            # events over-reporting do not stretch the window past the marker
 
 
+def test_a_long_call_whose_events_clock_runs_slow_is_inside_but_the_marker_still_bounds_it():
+    # The naive SGEMM rung on an H100 (2026-11-25): a 270 ms call on the caller's stream ended 24.4 us (90 ppm)
+    # after the start plus the events' time on the profiler's clock; the clocks differ in rate, nothing was deferred.
+    call, ms = _timed(ms=270.0)
+    ms_slow = ms * (1 - 90e-6)
+    problems, margins = window.check(call, ms_slow)
+    assert problems == [] and -30 < margins["end_us"] < -20
+    # ... but work on another stream that ends past the end marker is outside however long the call was
+    mark_end = call["spans"][-1][1]
+    late = _timed(ms=270.0, extra=[("_rest", mark_end - 100_000, mark_end + 20_000)])[0]
+    assert window.check(late, ms_slow)[0]
+    # and on a short call the allowance is the plain slack: 24 us late is named
+    call, ms = _timed(ms=0.2)
+    assert window.check(call, ms - 0.024)[0]
+
+
 # Timelines of timed calls recorded on an H100 (scripts/timing_probe.py --window, 2026-11-24): (name, start us, end
 # us) from the session's first GPU activity, and the events' ms.
 H100_SIDE_STREAM = (0.18640, [(HOLD, 0.0, 1001.25), ("_gemm_kernel", 1000.51, 1187.68), (BEGIN, 1142.97, 1144.22),
