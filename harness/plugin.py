@@ -93,6 +93,25 @@ def pytest_configure(config):
     except sandbox.Unavailable as exc:
         raise pytest.UsageError(f"gauntlet: {exc}") from None
     _configure_gate(config)
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(EarlyReasons(config), "gauntlet-early-reasons")
+
+
+class EarlyReasons:
+    """A failed judgement's reasons are printed when it fails, not only in pytest's summary at the end: a GPU CI job
+    stopped at its time limit prints no summary, and the reasons of a failure it saw were lost that way (on an
+    H100 runner). In the controller only (under pytest-xdist the workers' reports come to it)."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call" or not report.failed or "gauntlet" not in report.keywords:
+            return
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.ensure_newline()
+            tr.write_line(f"gauntlet: {report.nodeid}: {report.longreprtext}", red=True)
 
 
 def _configure_gate(config) -> None:

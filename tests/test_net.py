@@ -176,3 +176,6 @@ def test_the_plugin_fails_a_solution_with_no_dtype_to_judge(tmp_path):
     assert out.returncode == 1, out.stdout[-2000:]
     assert "gemm/computes_nothing[no dtype]" in out.stdout and "nothing_judged" in out.stdout, out.stdout[-2000:]
     assert "1 failed" in out.stdout and "skipped" not in out.stdout, out.stdout[-2000:]
+    # the reasons are printed as the item fails, ahead of pytest's summary (which a job stopped at its limit loses)
+    early = out.stdout.find("gauntlet: ")
+    assert -1 < early < out.stdout.find("= FAILURES =") and "nothing_judged" in out.stdout[early:early + 2000]
