@@ -167,3 +167,64 @@ def test_a_busy_gpu_shared_with_other_judges_is_retimed_then_left_without_figure
     entry, reasons = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
     assert len(calls) == 2 and reasons == []
     assert "another judge" in entry["baseline_errors"]["shared_gpu"] and entry["baselines"] == {}
+
+
+# --- memory: a call pushed out by other judges is not the candidate's crash ------------------------------------------
+
+def _judge_with_calls(monkeypatch, outcomes: list, others: int) -> tuple:
+    """A Judge whose correctness calls return (or raise) `outcomes` in turn, with `others` other judges on the card;
+    returns (judge, the turn each call ran in)."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from harness.judge import evaluate
+    modes: list = []
+
+    def turn(mode):
+        @contextlib.contextmanager
+        def cm(device):
+            modes.append(mode)
+            yield
+        return cm
+
+    def fake_call(self, shape, spec, seed):
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(turns, "sharing", turn("sharing"))
+    monkeypatch.setattr(turns, "alone", turn("alone"))
+    monkeypatch.setattr(turns, "others", lambda device: others)
+    monkeypatch.setattr(evaluate.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(evaluate.Judge, "_run_call", fake_call)
+    judge = evaluate.Judge(problem=SimpleNamespace(calls_per_case=2), child=None, device="cuda")
+    return judge, modes
+
+
+def _crash(detail):
+    from harness.judge.evaluate import Abort
+    from harness.reasons import Reason
+    return Abort(Reason("crash", detail))
+
+
+OOM = "Traceback ...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.45 GiB."
+
+
+def test_a_call_out_of_memory_beside_other_judges_is_made_again_alone(monkeypatch):
+    judge, modes = _judge_with_calls(monkeypatch, [_crash(OOM), []], others=2)
+    assert judge.run_call({"M": 1}, None, 0) == [] and modes == ["sharing", "alone"]
+    # the judge's own shortage too
+    judge, modes = _judge_with_calls(monkeypatch, [_crash("the judge ran out of GPU memory while ..."), []], others=1)
+    assert judge.run_call({"M": 1}, None, 0) == [] and modes == ["sharing", "alone"]
+
+
+def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monkeypatch):
+    from harness.judge.evaluate import Abort
+    for outcomes, others, want_modes in (([_crash(OOM)], 0, ["sharing"]),                 # alone on the card
+                                         ([_crash(OOM), _crash(OOM)], 3, ["sharing", "alone"]),   # again alone
+                                         ([_crash("ZeroDivisionError")], 3, ["sharing"])):       # not memory
+        judge, modes = _judge_with_calls(monkeypatch, outcomes, others)
+        with pytest.raises(Abort) as info:
+            judge.run_call({"M": 1}, None, 0)
+        assert info.value.reason.code == "crash" and modes == want_modes

@@ -62,6 +62,13 @@ class Abort(BaseException):  # noqa: N818 - BaseException on purpose: Hypothesis
         self.reason = reason
 
 
+def out_of_memory(reason: Reason) -> bool:
+    """A crash that ran out of GPU memory: the judge's own (its message below) or the worker's (torch's error in
+    its traceback). The worker's text is the candidate's to write, so this only ever earns a second try alone."""
+    return reason.code == "crash" and any(s in reason.detail for s in (
+        "OutOfMemoryError", "CUDA out of memory", "the judge ran out of GPU memory"))
+
+
 @dataclass
 class Judge:
     """Per-candidate state on the trusted side: the child and recent expectations, to recognise stale answers."""
@@ -86,8 +93,21 @@ class Judge:
         self.history = collections.deque(maxlen=max(1, self.problem.calls_per_case - 1))
 
     def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
-        # A correctness call shares the card with other judges' (harness.judge.turns), never with a timed shape.
-        with turns.sharing(self.device):
+        """A correctness call shares the card with other judges' (harness.judge.turns), never with a timed shape.
+        Each judge sizes its cases to its share of the card's memory (harness.judge.memory), but the shares are
+        estimates read at different moments: a call that runs out of GPU memory (in the judge or in the worker)
+        while other judges are on the card may have been pushed out by them, and a verdict caused by another judge
+        must not stand. So it is made again once with the card to this judge alone (no other judge's call running
+        beside it); running out again is the candidate's crash, as it is for a judge alone on the card."""
+        try:
+            with turns.sharing(self.device):
+                return self._run_call(shape, spec, seed)
+        except Abort as exc:
+            if not (self.device == "cuda" and out_of_memory(exc.reason) and turns.others(self.device) > 0):
+                raise
+        self.history.clear()
+        torch.cuda.empty_cache()
+        with turns.alone(self.device):
             return self._run_call(shape, spec, seed)
 
     def _run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
