@@ -25,7 +25,9 @@ against cuBLAS, not against the floor.
 Prediction: ~5-8% of cuBLAS (load-instruction bound: two global loads, one of them through L1/L2, per fmaf);
 about 4-6x rung 1 on the large shapes.
 Geomean prediction: ~0.06x cuBLAS.
-Measured: not yet.
+Measured (NVIDIA H100 80GB HBM3, 2026-11-25; speedup vs cuBLAS's true-fp32 SGEMM timed in the same
+judgement, 4096^3 / 8192^3, `gauntlet eval ... --dtype float32 --examples 4 --max-shapes 2`; pass on
+the fuzzed domain, odd and aligned shapes): 0.113x / 0.106x (5.9 / 5.5 TFLOP/s), geomean 0.110x, 11.3x rung 1.
 """
 import numpy as np
 import torch

@@ -27,7 +27,9 @@ against cuBLAS, not against the floor.
 
 Prediction: ~8-12% of cuBLAS (shared-memory load bound, 1024-thread blocks: two blocks per SM); ~1.5x rung 2.
 Geomean prediction: ~0.10x cuBLAS.
-Measured: not yet.
+Measured (NVIDIA H100 80GB HBM3, 2026-11-25; speedup vs cuBLAS's true-fp32 SGEMM timed in the same
+judgement, 4096^3 / 8192^3, `gauntlet eval ... --dtype float32 --examples 4 --max-shapes 2`; pass on
+the fuzzed domain, odd and aligned shapes): 0.173x / 0.174x (8.9 / 9.0 TFLOP/s), geomean 0.173x, 1.58x rung 2.
 """
 import numpy as np
 import torch

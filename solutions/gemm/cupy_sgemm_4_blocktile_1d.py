@@ -29,7 +29,9 @@ Prediction: ~25-35% of cuBLAS on the large shapes, ~2.5-3x rung 3 (the walk-thro
 on an A6000). The M = 128 decode shapes give 2 tile rows, 2 x 224 and 2 x 64 = 448 and 128 blocks: the second
 fills 128 of 132 SMs with one 16-warp block each.
 Geomean prediction: ~0.28x cuBLAS.
-Measured: not yet.
+Measured (NVIDIA H100 80GB HBM3, 2026-11-25; speedup vs cuBLAS's true-fp32 SGEMM timed in the same
+judgement, 4096^3 / 8192^3, `gauntlet eval ... --dtype float32 --examples 4 --max-shapes 2`; pass on
+the fuzzed domain, odd and aligned shapes): 0.327x / 0.324x (16.8 / 16.8 TFLOP/s), geomean 0.326x, 1.88x rung 3.
 """
 import numpy as np
 import torch

@@ -33,7 +33,9 @@ against cuBLAS, not against the floor.
 Prediction: ~50-60% of cuBLAS on the large shapes (~2x rung 4: the walk-through saw 1.9x on an A6000); the decode
 shapes, split 8 and 2 ways, near 40-50% (the atomics and the zeroing are small: 128 x N outputs).
 Geomean prediction: ~0.5x cuBLAS.
-Measured: not yet.
+Measured (NVIDIA H100 80GB HBM3, 2026-11-25; speedup vs cuBLAS's true-fp32 SGEMM timed in the same
+judgement, 4096^3 / 8192^3, `gauntlet eval ... --dtype float32 --examples 4 --max-shapes 2`; pass on
+the fuzzed domain, odd and aligned shapes): 0.588x / 0.590x (30.3 / 30.7 TFLOP/s), geomean 0.589x, 1.81x rung 4.
 """
 import numpy as np
 import torch

@@ -35,7 +35,9 @@ against cuBLAS, not against the floor.
 Prediction: ~65-75% of cuBLAS on the large shapes, ~1.3x rung 5 (the walk-through saw 1.15x on an A6000, where
 rung 5's conflicts cost less); the same gain on the decode shapes.
 Geomean prediction: ~0.65x cuBLAS.
-Measured: not yet.
+Measured (NVIDIA H100 80GB HBM3, 2026-11-25; speedup vs cuBLAS's true-fp32 SGEMM timed in the same
+judgement, 4096^3 / 8192^3, `gauntlet eval ... --dtype float32 --examples 4 --max-shapes 2`; pass on
+the fuzzed domain, odd and aligned shapes): 0.726x / 0.722x (37.4 / 37.3 TFLOP/s), geomean 0.724x, 1.23x rung 5.
 """
 import numpy as np
 import torch
