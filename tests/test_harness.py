@@ -98,6 +98,35 @@ def test_wire_round_trip_and_lying_sizes():
     os.close(w)
 
 
+def test_a_large_output_crosses_a_widened_pipe_whole_and_a_lying_length_is_refused_before_reading():
+    # 24 MiB: more than one read's worth (16 MiB) and far more than the pipe holds, so both sides take turns.
+    import threading
+    r, w = os.pipe()
+    assert protocol.widen_pipe(r) >= 1 << 16
+    t = torch.arange(6 << 20, dtype=torch.int32)
+    meta, blob = protocol.tensor_to_wire(t)
+    sender = threading.Thread(target=protocol.send, args=(w, {"wire": meta}, [blob]))
+    sender.start()
+    header, blobs = protocol.recv(r, timeout=60, max_blob=t.numel() * 4)
+    sender.join()
+    assert not memoryview(blobs[0]).readonly          # read into one buffer, which the tensor then shares
+    assert torch.equal(protocol.tensor_from_wire(header["wire"], blobs[0]), t)
+    os.close(w)
+    os.close(r)
+    r, w = os.pipe()
+    protocol.widen_pipe(r)
+    # a header larger than the small-buffer limit (and the pipe)
+    sender = threading.Thread(target=protocol.send, args=(w, {"pad": "x" * (2 << 20)}))
+    sender.start()
+    assert len(protocol.recv(r, timeout=30)[0]["pad"]) == 2 << 20
+    sender.join()
+    protocol.send(w, {"wire": {}}, [b"\0" * 64])
+    with pytest.raises(ValueError, match="over the 32 bytes expected"):
+        protocol.recv(r, timeout=5, max_blob=32)
+    os.close(r)
+    os.close(w)
+
+
 def test_recv_times_out_instead_of_hanging():
     r, w = os.pipe()
     with pytest.raises(protocol.ChannelTimeout):

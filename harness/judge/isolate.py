@@ -165,6 +165,7 @@ class Child:
         self.log_path = Path(self.tmp.name) / "child.log"
         req_r, self.req_w = os.pipe()
         self.resp_r, resp_w = os.pipe()
+        protocol.widen_pipe(self.resp_r)      # outputs of GBs come back this way
         env = _worker_env(self.tmp.name)
         _become_subreaper()
         self.sandbox = Confinement(sandbox or DEFAULT_SANDBOX, self.tmp.name,
