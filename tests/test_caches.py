@@ -165,7 +165,7 @@ def test_the_idle_flush_time_is_kept_per_card_and_stands_in_for_one_measured_bes
     assert peaks.cached_quiet("cuda") == 0.040
 
     class Base:                                           # a baseline worker whose start is still under way
-        hello = None
+        hello, device = None, "cpu"
 
         def finish_start(self):
             self.hello = {"ok": True, "quiet_ms": 0.9}    # measured while the candidate's worker ran beside it
@@ -179,9 +179,10 @@ def test_the_idle_flush_time_is_kept_per_card_and_stands_in_for_one_measured_bes
 
 
 def test_a_candidate_starts_beside_a_baseline_worker_still_starting():
-    """With the card's idle flush time known, the candidate's worker is not held back: its judge is made while the
-    baseline worker is still starting (no hello, no confinement read back yet), and the baseline's confinement is
-    recorded once timing needs it (the first H100 run of this path crashed in _start_judge on the missing one)."""
+    """With the card's idle flush time known, the candidate's worker is not held back: both gated workers are let go
+    together when the judge is made, so their GPU start-ups share one turn on the card (never beside another judge's
+    timing), and the baseline's confinement is recorded with the candidate's (the first H100 run of this path
+    crashed in _start_judge on a missing one)."""
     from harness import discover
     from harness.judge import evaluate, timed
     from harness.judge.results import EvalRecord
@@ -193,8 +194,10 @@ def test_a_candidate_starts_beside_a_baseline_worker_still_starting():
     base = timed.start_baseline_worker(problem, "cpu", opts.sandbox, deferred=True)
     judge = None
     try:
+        assert base.gated and base.hello is None              # spawned, waiting for its word
         judge = evaluate._start_judge(problem, solution, opts, record, base)
         assert judge is not None and record.confinement["candidate"] is not None
+        assert base.hello is not None and record.confinement["baseline"] is not None
         timed.ensure_baseline(base, problem, 0.04)
         assert base.hello["ok"] and base.hello["quiet_ms"] == 0.04
         assert base.confinement is not None

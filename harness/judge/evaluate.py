@@ -262,8 +262,9 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
     # start) overlaps the baseline's, and it touches the GPU and imports the candidate only once the baseline
     # worker has said hello (harness.judge.isolate, deferred start).
     # Where this card's idle flush time is known from an earlier judgement (harness.judge.peaks.cached_quiet), the
-    # candidate is not held back: its correctness phase overlaps the baseline worker's start, and the known idle
-    # time stands in for the one the baseline worker measures now, beside the candidate (timed.ensure_baseline).
+    # candidate is not held back: both workers are let go together, their GPU start-up inside one shared turn
+    # (_start_judge), and the known idle time stands in for the one the baseline worker measures then, beside the
+    # candidate (timed.ensure_baseline).
     # Many judgements in one process (eval-many, run): the baseline worker may be the last judgement's, and this
     # candidate's worker may have been started, gated, during it (harness.judge.standby).
     base = None
@@ -320,8 +321,18 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
                           fmt=solution.format)
             if started is not None:
                 started.append(child)
-        with turns.sharing(opts.device):     # the candidate's import may run GPU work: never beside a timing
+        with turns.sharing(opts.device):
+            # Both workers' GPU start-up (the candidate's import may run GPU work; the baseline's CUDA context and
+            # warm-up) inside one shared turn: side by side, never beside another judge's timing.
+            waiting = base is not None and base.hello is None
+            if waiting:
+                base.release()
             child.finish_start()
+            if waiting:
+                try:
+                    timed.finish_baseline_start(base, problem)
+                except RuntimeError:
+                    pass               # said where timing needs the baseline (timed.ensure_baseline), as before
     except ChildFailed as exc:
         if exc.reason.to_json() not in record.reasons:
             record.reasons.append(exc.reason.to_json())

@@ -151,12 +151,14 @@ class Child:
                  sandbox: str | None = None, budget: TimeBudget | None = None, bounds: Bounds | None = None,
                  deferred: bool = False, fmt: str = "native"):
         """`deferred`: start the process and return at once; `finish_start()` completes the start. A deferred
-        candidate worker does the harness's own start-up (imports, the problem) and then waits for the judge's
-        word before it touches the GPU or imports the candidate, so the judge can let it overlap the baseline
-        worker's start and still keep every line of candidate code after the baseline's quiet-GPU measurement.
+        worker does the harness's own start-up (imports, the problem) and then waits for the judge's word before
+        it touches the GPU (or, a candidate's, imports the candidate), so the judge can let the two workers' starts
+        overlap, keep every line of candidate code after the baseline's quiet-GPU measurement, and run each
+        worker's GPU start-up inside a turn on the card (harness.judge.turns), never beside another judge's
+        timing.
         `fmt`: the candidate file's format (harness.formats); the worker wraps a KernelBench or GPU MODE file into
         `solve` (harness.child.adapters) and judges it like any other."""
-        self.role, self.backend = role, backend
+        self.role, self.backend, self.device = role, backend, device
         self.budget = budget if budget is not None else TimeBudget(None)
         if isinstance(problem, str):
             problem = discover.get_problem(problem)
@@ -179,7 +181,7 @@ class Child:
                     [sys.executable, *flags, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
                      str(Path(problem.root).resolve()), str(path or "-"), backend, device,
                      json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()}),
-                     "gated" if deferred and role == "candidate" else "open", fmt or "native"],
+                     "gated" if deferred else "open", fmt or "native"],
                     cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=self.sandbox.preexec)
         except subprocess.SubprocessError as exc:     # the confinement could not be put in force: never run open
@@ -199,21 +201,27 @@ class Child:
         self.alive = True
         self.stopped = False
         self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds or Bounds(), self._escaped_cheap)
-        self.gated, self.hello = deferred and role == "candidate", None
+        self.gated, self.hello = deferred, None
         if not deferred:
             self.finish_start()
 
-    def finish_start(self) -> None:
-        """Let a gated worker go on (to the GPU and the candidate's import) and wait for its hello. ChildFailed
-        when it does not start."""
-        if self.hello is not None:
-            return
+    def release(self) -> None:
+        """Let a gated worker go on to the GPU (and, a candidate's, to its import) without waiting for it: the
+        caller holds the turn its GPU start-up runs in (harness.judge.turns) until finish_start returns."""
         if self.gated:
             self.gated = False
             try:
                 protocol.send(self.req_w, {"op": "go"})
             except (BrokenPipeError, OSError):
-                raise ChildFailed(self._death_reason("starting")) from None
+                self._release_failed = True
+
+    def finish_start(self) -> None:
+        """Let a gated worker go on (release) and wait for its hello. ChildFailed when it does not start."""
+        if self.hello is not None:
+            return
+        self.release()
+        if getattr(self, "_release_failed", False):
+            raise ChildFailed(self._death_reason("starting"))
         header, _ = self._recv(min(START_TIMEOUT_S, self.budget.left()), "starting and importing the solution",
                                max_blob=0)
         self.confinement = self._confinement(header)

@@ -33,11 +33,18 @@ def start_baseline_worker(problem, device: str, sandbox: str | None = None, defe
 
 
 def finish_baseline_start(base: Child, problem) -> None:
-    """Wait for the baseline worker's hello (its quiet-GPU flush time is measured before it says it)."""
-    try:
-        base.finish_start()
-    except ChildFailed as exc:
-        raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
+    """Wait for the baseline worker's hello (its quiet-GPU flush time is measured before it says it). A failed start
+    is remembered, and said again on every later call: the judge waits for the baseline beside the candidate's
+    start, but its failure only ends the judgement where timing needs the baseline (ensure_baseline)."""
+    failed = getattr(base, "start_failed", None)
+    if failed is None:
+        try:
+            base.finish_start()
+            return
+        except ChildFailed as exc:
+            failed = base.start_failed = f"problem {problem.id}: the baseline worker failed to start: " \
+                                         f"{exc.reason.detail}"
+    raise RuntimeError(failed)
 
 
 def known_quiet() -> float | None:
@@ -59,11 +66,12 @@ def learn_quiet(base: Child) -> None:
 
 
 def ensure_baseline(base: Child, problem, quiet: float | None) -> None:
-    """The baseline worker's start finished (it may have been left to overlap the candidate's correctness phase);
-    with `quiet` known, the idle flush time the quiet check compares against is the known one, never one measured
+    """The baseline worker's start finished (it is let go beside the candidate's start, in one shared turn: a
+    failure there is said here, where timing needs the baseline); with `quiet` known, the idle flush time the quiet check compares against is the known one, never one measured
     while the candidate's worker was running beside it."""
     if base.hello is None:
-        finish_baseline_start(base, problem)
+        with turns.sharing(base.device):           # its GPU start-up, never beside another judge's timing
+            finish_baseline_start(base, problem)
     if quiet is not None:
         base.hello["quiet_ms"] = min(quiet, float(base.hello.get("quiet_ms") or quiet))
 
