@@ -226,7 +226,8 @@ def test_solution_files_named_on_the_command_line_are_judged_not_imported(pytest
     for pid in ("gemm", "bmm"):
         mark = pytester.path / f"imported_{pid}"
         _write(pytester.path / "kernels" / "solutions" / pid / "mine.py",
-               f"BACKEND = 'torch'\nopen({str(mark)!r}, 'w').close()\n\ndef solve(*a):\n    raise NotImplementedError\n")
+               f"BACKEND = 'torch'\nopen({str(mark)!r}, 'w').close()\n\n"
+               "def solve(*a):\n    raise NotImplementedError\n")
         marks.append(mark)
     result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q",
                                 "kernels/solutions/gemm/mine.py", "kernels/solutions/bmm/mine.py",

@@ -67,8 +67,9 @@ def learn_quiet(base: Child) -> None:
 
 def ensure_baseline(base: Child, problem, quiet: float | None) -> None:
     """The baseline worker's start finished (it is let go beside the candidate's start, in one shared turn: a
-    failure there is said here, where timing needs the baseline); with `quiet` known, the idle flush time the quiet check compares against is the known one, never one measured
-    while the candidate's worker was running beside it."""
+    failure there is said here, where timing needs the baseline); with `quiet` known, the idle flush time the quiet
+    check compares against is the known one, never one measured while the candidate's worker was running beside
+    it."""
     if base.hello is None:
         with turns.sharing(base.device):           # its GPU start-up, never beside another judge's timing
             finish_baseline_start(base, problem)

@@ -15,12 +15,13 @@ way the events under-report the call, and the call is `tampering`, with the kern
 
 Slack: with the hold filling the GPU, a kernel on a stream not ordered after the caller's can start only as the
 hold's blocks retire (on an H100 the first such kernel started 0.6-0.7 us before the hold's recorded end, the begin
-marker about 2 us after it), and the events and the profiler's timestamps agree to about a microsecond. So START_SLACK_US and END_SLACK_US are small, and what a call can run
-outside its window within them is bounded by them. The window's end is the start plus the events' time, and the two
-clocks also differ in rate: a 270 ms call (the naive SGEMM rung at 4096^3 on an H100) ended 24 us (90 ppm) after it
-on the profiler's clock although its one kernel ran on the caller's stream, before the end event. So the end also
-allows CLOCK_RATE_SLACK of the call's time: work deferred that way gains the call at most 0.05% of its time, and
-never past the end marker's start (plus END_SLACK_US), which is on the profiler's own clock. Both sides are checked alike: a baseline call outside its own
+marker about 2 us after it), and the events and the profiler's timestamps agree to about a microsecond. So
+START_SLACK_US and END_SLACK_US are small, and what a call can run outside its window within them is bounded by
+them. The window's end is the start plus the events' time, and the two clocks also differ in rate: a 270 ms call
+(the naive SGEMM rung at 4096^3 on an H100) ended 24 us (90 ppm) after it on the profiler's clock although its one
+kernel ran on the caller's stream, before the end event. So the end also allows CLOCK_RATE_SLACK of the call's
+time: work deferred that way gains the call at most 0.05% of its time, and never past the end marker's start (plus
+END_SLACK_US), which is on the profiler's own clock. Both sides are checked alike: a baseline call outside its own
 window is a harness bug (harness.judge.bench raises).
 """
 from __future__ import annotations
