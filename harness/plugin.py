@@ -14,6 +14,7 @@ asked to exit (harness.judge.isolate.Child.close).
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import subprocess
 from pathlib import Path
@@ -185,9 +186,11 @@ def pytest_pycollect_makemodule(module_path: Path, parent):
     python plugin would import it, running candidate code unconfined in the pytest process, and two solutions of
     the same file name in two problems' folders would be an "import file mismatch" collection error (seen on an
     H100 runner). Its judgements come from SolutionFile alone."""
-    if module_path.parent.resolve() in _solution_folders(parent.config):
-        return _NotATestModule.from_parent(parent, path=module_path)
-    return None
+    if module_path.parent.resolve() not in _solution_folders(parent.config):
+        return None
+    if any(fnmatch.fnmatch(module_path.name, pattern) for pattern in parent.config.getini("python_files")):
+        return None             # a test module by its name (python_files): collected as pytest always would
+    return _NotATestModule.from_parent(parent, path=module_path)
 
 
 class _NotATestModule(pytest.File):
