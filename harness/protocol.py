@@ -7,6 +7,7 @@ arrives as data (outputs to judge, timings to sanity-check), never as a verdict.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import mmap
@@ -48,10 +49,19 @@ def widen_pipe(fd: int) -> int:
     """Grow a pipe's buffer from the default 64 KiB to what an unprivileged process may ask for (pipe-max-size,
     1 MiB by default): a GB-sized output (bmm's K = 1 cases) then crosses in 16x fewer wake-ups of each side.
     Returns the size in force; where the kernel refuses, the pipe stays as it was."""
+    want = _pipe_max()
+    try:
+        return fcntl.fcntl(fd, F_SETPIPE_SZ, want) if want else 0
+    except OSError:
+        return 0
+
+
+@functools.lru_cache(maxsize=1)
+def _pipe_max() -> int:
+    """The pipe size to ask for (read once per process: every worker start widens a pipe)."""
     try:
         with open("/proc/sys/fs/pipe-max-size") as f:
-            want = min(int(f.read()), 1 << 20)
-        return fcntl.fcntl(fd, F_SETPIPE_SZ, want)
+            return min(int(f.read()), 1 << 20)
     except (OSError, ValueError):
         return 0
 

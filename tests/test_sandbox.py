@@ -212,3 +212,21 @@ def test_a_gated_candidate_worker_runs_no_candidate_code_before_its_go(tmp_path)
         assert header.get("ok"), header
     finally:
         child.close()
+
+
+def test_a_failed_start_fails_the_same_way_on_every_later_call(tmp_path):
+    """A worker let go beside another (harness.judge.evaluate._start_judge) may be waited for twice: its failure is
+    remembered and said again, not turned into a read on a closed channel."""
+    from harness.judge.isolate import Child, ChildFailed
+    candidate = tmp_path / "breaks_on_import.py"
+    candidate.write_text("BACKEND = 'torch'\nraise ImportError('no such kernel library')\n")
+    child = Child(discover.get_problem("gemm"), candidate, "torch", "cpu", deferred=True)
+    try:
+        reasons = []
+        for _ in range(2):
+            with pytest.raises(ChildFailed) as info:
+                child.finish_start()
+            reasons.append(info.value.reason)
+        assert reasons[0] == reasons[1] and "no such kernel library" in reasons[0].detail
+    finally:
+        child.close()

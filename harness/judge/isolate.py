@@ -201,7 +201,7 @@ class Child:
         self.alive = True
         self.stopped = False
         self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds or Bounds(), self._escaped_cheap)
-        self.gated, self.hello = deferred, None
+        self.gated, self.hello, self.start_failure = deferred, None, None
         if not deferred:
             self.finish_start()
 
@@ -213,15 +213,23 @@ class Child:
             try:
                 protocol.send(self.req_w, {"op": "go"})
             except (BrokenPipeError, OSError):
-                self._release_failed = True
+                self.start_failure = self._death_reason("starting")
 
     def finish_start(self) -> None:
-        """Let a gated worker go on (release) and wait for its hello. ChildFailed when it does not start."""
+        """Let a gated worker go on (release) and wait for its hello. ChildFailed when it does not start, the same
+        one on every later call (a baseline worker's failed start is said where timing needs it)."""
         if self.hello is not None:
             return
         self.release()
-        if getattr(self, "_release_failed", False):
-            raise ChildFailed(self._death_reason("starting"))
+        if self.start_failure is None:
+            try:
+                self.hello = self._await_hello()
+            except ChildFailed as exc:
+                self.start_failure = exc.reason
+        if self.start_failure is not None:
+            raise ChildFailed(self.start_failure)
+
+    def _await_hello(self) -> dict:
         header, _ = self._recv(min(START_TIMEOUT_S, self.budget.left()), "starting and importing the solution",
                                max_blob=0)
         self.confinement = self._confinement(header)
@@ -229,7 +237,7 @@ class Child:
             self.close()
             code = header.get("code", "crash")
             raise ChildFailed(Reason(code if code in CODES else "tampering", str(header.get("detail", ""))))
-        self.hello = header
+        return header
 
     def request(self, header: dict, timeout: float, what: str, max_blob: int = 0):
         """Send one request and wait for the reply. `max_blob`: the most bytes any blob of the reply may hold (the

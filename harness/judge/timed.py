@@ -34,17 +34,12 @@ def start_baseline_worker(problem, device: str, sandbox: str | None = None, defe
 
 def finish_baseline_start(base: Child, problem) -> None:
     """Wait for the baseline worker's hello (its quiet-GPU flush time is measured before it says it). A failed start
-    is remembered, and said again on every later call: the judge waits for the baseline beside the candidate's
+    fails again on every later call (Child.finish_start): the judge waits for the baseline beside the candidate's
     start, but its failure only ends the judgement where timing needs the baseline (ensure_baseline)."""
-    failed = getattr(base, "start_failed", None)
-    if failed is None:
-        try:
-            base.finish_start()
-            return
-        except ChildFailed as exc:
-            failed = base.start_failed = f"problem {problem.id}: the baseline worker failed to start: " \
-                                         f"{exc.reason.detail}"
-    raise RuntimeError(failed)
+    try:
+        base.finish_start()
+    except ChildFailed as exc:
+        raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
 
 
 def known_quiet() -> float | None:

@@ -78,7 +78,7 @@ def check(call: dict, ms: float) -> tuple[list[str], dict]:
     ours = {i for idx in found.values() for i in idx}
     opened = _opened(hold_end, begun, [s for i, s in enumerate(spans) if i not in ours])
     close = min(mark_start, opened + ms * 1e6)
-    limit = min(mark_start + END_SLACK_US * 1e3, opened + ms * 1e6 + (END_SLACK_US + CLOCK_RATE_SLACK * ms * 1e3) * 1e3)
+    limit = min(mark_start, opened + ms * 1e6 * (1 + CLOCK_RATE_SLACK)) + END_SLACK_US * 1e3
     problems, early, late = [], math.inf, math.inf
     for i, (a, b) in enumerate(spans):
         if i in ours:
