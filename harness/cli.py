@@ -554,8 +554,12 @@ def cmd_run(args) -> int:
                 and result["where"].get("device") else ""
             _progress(len(settled), len(plan), keys[i], f"{record.verdict}{' (' + codes + ')' if codes else ''} "
                                                         f"in {result['wall_s']:.1f}s{on}", clock)
+        together = ""
+        if device == "cuda":
+            from harness.judge.executors.exclusive import timed_together
+            together = f"; candidates timed on one card at once: {len(timed_together(results.doc['records']))}"
         print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, "
-              f"new {tally['new']})", file=sys.stderr)
+              f"new {tally['new']}{together})", file=sys.stderr)
         results.complete()
         _run_report(args)
         if args.json:

@@ -22,15 +22,16 @@ def _call(*kernels_, ops=(), launches=()):
     return {"kernels": [list(k) for k in kernels_], "ops": list(ops), "launches": list(launches), "marked": True}
 
 
-def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0):
+def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0, starve_us=0.0):
     """A timed call's reply as an honest worker sends it (harness.child.timing): the hold (starting at 0 on the
     profiler's GPU timeline), the start event as the hold ends, the begin marker 1 us later (1 us long), the call's
     kernel after it, the end event 1 us after the kernel, then the snapshot and the end marker. `extra`: (name,
     start ns, end ns) kernels of the call on other streams. `late_us`: the host recorded the start event that long
-    after the hold ended. Returns (call, the events' ms)."""
+    after the hold ended. `starve_us`: the host launched the kernel that long after the start event fired (the hold
+    ran out first). Returns (call, the events' ms)."""
     hold_end = int(hold_ms * 1e6)
     start = hold_end + int(late_us * 1e3)
-    k0 = start + 3000
+    k0 = start + 3000 + int(starve_us * 1e3)
     k1 = k0 + int(ms * 1e6)
     rows = [(HOLD, 0, hold_end), (BEGIN, start + 1000, start + 2000), (kernel, k0, k1),
             (SNAP, k1 + 2000, k1 + 22000), (MARK, k1 + 23000, k1 + 24000)]
@@ -149,6 +150,7 @@ class FakeWorker:
         self.extra = ()                 # kernels of every call on other streams: (name, start ns, end ns)
         self.host_ms = 0.05             # the probe's host launch time
         self.holds: list = []           # hold_ms of every batch request
+        self.starve_us = 0.0            # the GPU idles this long in each timed call, waiting for the host
 
     def stop(self):
         self.stopped = True
@@ -171,7 +173,7 @@ class FakeWorker:
             self.holds.append(header["hold_ms"])
             rng = random.Random(len(self.log))
             ms = [self.ms * (1 + 0.01 * rng.uniform(-1, 1)) for _ in range(n)]
-            timed = [_timed(self.kernel, x, extra=self.extra) for x in ms]
+            timed = [_timed(self.kernel, x, extra=self.extra, starve_us=self.starve_us) for x in ms]
             hdr = {"ok": True, "ms": [t for _, t in timed], "host_ms": [0.05] * n, "flush_ms": [self.flush_ms] * n,
                    "calls": [c for c, _ in timed], "background": "", "state": [],
                    "shared_outputs": min(self.shared, n)}
@@ -344,6 +346,30 @@ def test_an_honest_call_is_inside_its_window():
     # an unordered side stream starting as the hold's blocks retire, within the slack, is not blamed
     call, ms = _timed(extra=[("_gemm_kernel", 1_000_000 - 3000, 1_100_000)])
     assert window.check(call, ms)[0] == []
+
+
+def test_a_call_the_host_launched_after_the_hold_ran_out_shows_its_idle_time_and_counts_as_starved():
+    call, ms = _timed()
+    problems, margins = window.check(call, ms)
+    assert problems == [] and margins["idle_us"] < 5 and not bench.starved_call(margins, ms)
+    call, ms = _timed(starve_us=300.0)              # the kernel queued 300 us after the start event fired
+    problems, margins = window.check(call, ms)
+    assert problems == [] and 300 <= margins["idle_us"] < 305 and bench.starved_call(margins, ms)
+    # overlapping kernels (any stream) cover the window once; a gap between kernels is idle; outside is clipped
+    assert window._idle(0.0, 100.0, [(0.0, 60.0), (40.0, 100.0)]) == 0.0
+    assert window._idle(0.0, 100.0, [(0.0, 30.0), (50.0, 100.0)]) == 20.0
+    assert window._idle(10.0, 100.0, [(-50.0, 20.0), (90.0, 150.0)]) == 70.0
+    assert window._idle(0.0, 100.0, []) == 100.0
+
+
+def test_the_figures_count_each_sides_starved_calls():
+    s, _ = _schedule()
+    s.cand.starve_us = 200.0
+    s.run(budget_s=0.2)
+    figs = s.figures()
+    starved, calls = figs["candidate"]["starved_calls"]
+    assert calls > 0 and starved == calls
+    assert figs["cublas"]["starved_calls"][0] == 0
 
 
 def test_a_kernel_beside_the_hold_is_named_with_how_early():

@@ -228,3 +228,154 @@ def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monk
         with pytest.raises(Abort) as info:
             judge.run_call({"M": 1}, None, 0)
         assert info.value.reason.code == "crash" and modes == want_modes
+
+
+# --- the record says when and on which card each shape was timed: one timing per card, checked from records ----------
+
+def test_a_timed_entry_carries_its_card_and_the_span_it_held_the_card_alone(monkeypatch):
+    import contextlib
+    import time
+    held = []
+
+    @contextlib.contextmanager
+    def alone(device):
+        held.append(time.time())
+        yield
+        held.append(time.time())
+
+    def shape(judge, spec, shape, opts, record):
+        time.sleep(0.02)
+        return {"dtype": spec.name, "shape": shape, "baselines": {}}, [], False
+    monkeypatch.setattr(timed, "_time_shape", shape)
+    monkeypatch.setattr(turns, "alone", alone)
+    monkeypatch.setattr(turns, "card", lambda device: "GPU-1234")
+    entry, reasons = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
+    span = entry["alone"]
+    assert span["card"] == "GPU-1234" and reasons == []
+    assert held[0] - 0.001 <= span["from"] and span["until"] <= held[1] + 0.001     # inside the lock's hold
+    assert span["until"] - span["from"] >= 0.015
+
+
+def _rec(rid, *spans):
+    return {"id": rid, "timings": [{"dtype": "bfloat16", "shape": {"M": i},
+                                    "alone": {"card": card, "from": a, "until": b}}
+                                   for i, (card, a, b) in enumerate(spans)]}
+
+
+def test_timed_together_finds_two_candidates_timed_on_one_card_at_once_and_nothing_else():
+    from harness.judge.executors.exclusive import timed_together
+    apart = [_rec("a", ("G0", 0.0, 1.0), ("G0", 1.0, 2.0)),        # one record's shapes back to back
+             _rec("b", ("G0", 2.0, 3.0)),                          # the next candidate after it
+             _rec("c", ("G1", 0.5, 2.5))]                          # another card at the same time
+    assert timed_together(apart) == []
+    clash = apart + [_rec("d", ("G0", 2.9, 4.0))]
+    found = timed_together(clash)
+    assert len(found) == 1 and found[0]["card"] == "G0"
+    assert found[0]["first"].startswith("b ") and found[0]["second"].startswith("d ")
+    assert abs(found[0]["overlap_s"] - 0.1) < 1e-9
+    assert timed_together([{"id": "x", "timings": [{"dtype": "f", "shape": {}}]}]) == []   # no span: nothing to say
+
+
+def test_the_eval_many_summary_on_cuda_counts_candidates_timed_together():
+    from harness.judge import many
+    run = many.Run(2, "cuda", gpus=1)
+    for i, rec in enumerate([_rec("a", ("G0", 0.0, 1.0)), _rec("b", ("G0", 0.5, 1.5))]):
+        many._done(run, None, 2, {}, dict(rec, index=i, verdict="pass", resumed=False, wall_s=1.0))
+    assert run.summary()["summary"]["timed_together"] == 1
+    assert "timed_together" not in many.Run(1, "cpu").summary()["summary"]
+
+
+# --- the host: a shape the busy host starved is timed again with the host to this judge alone ----------------------
+
+def _starved_entry(starved: int):
+    return {"dtype": "bfloat16", "shape": {"M": 1}, "candidate_ms": 0.2, "starved_calls": [starved, 40],
+            "baselines": {"cublas": {"ms": 0.19, "starved_calls": [0, 40]}}}
+
+
+def _turn_log(monkeypatch, host_others: int, starved: list):
+    import contextlib
+    log = []
+
+    def turn(name):
+        @contextlib.contextmanager
+        def cm(device):
+            log.append(name)
+            yield
+        return cm
+
+    def shape(judge, spec, shape, opts, record):
+        return _starved_entry(starved.pop(0)), [], False
+    monkeypatch.setattr(timed, "_time_shape", shape)
+    monkeypatch.setattr(turns, "alone", turn("alone"))
+    monkeypatch.setattr(turns, "host_alone", turn("host_alone"))
+    monkeypatch.setattr(turns, "card", lambda device: "GPU-1")
+    monkeypatch.setattr(turns, "others", lambda device: 0)
+    monkeypatch.setattr(turns, "host_others", lambda device: host_others)
+    return log
+
+
+def test_a_shape_starved_while_other_judges_share_the_host_is_timed_again_with_the_host_alone(monkeypatch):
+    log = _turn_log(monkeypatch, host_others=3, starved=[30, 30])
+    entry, reasons = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
+    assert log == ["alone", "host_alone"] and reasons == []
+    assert entry["host_alone"] is True and entry["starved_calls"] == [30, 40]   # the quiet host's figure stands
+
+
+def test_a_starved_shape_alone_on_the_host_or_a_clean_one_is_not_timed_again(monkeypatch):
+    log = _turn_log(monkeypatch, host_others=0, starved=[30])          # nobody else: the launch is the side's own
+    entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
+    assert log == ["alone"] and "host_alone" not in entry
+    log = _turn_log(monkeypatch, host_others=3, starved=[4])           # 4 of 40: within HOST_STARVED_SHARE
+    entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
+    assert log == ["alone"] and not timed.host_starved(entry)
+
+
+def test_a_starved_baseline_also_sends_the_shape_back_to_a_quiet_host():
+    entry = _starved_entry(0)
+    entry["baselines"]["cublas"]["starved_calls"] = [20, 40]
+    assert timed.host_starved(entry)
+
+
+HOST_HOLDER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from harness.judge.turns import Turns
+    with getattr(Turns(sys.argv[1], {folder!r}), sys.argv[2])():
+        print("in", time.monotonic(), flush=True)
+        time.sleep(float(sys.argv[3]))
+    print("out", time.monotonic(), flush=True)
+""")
+
+
+def _host_holder(folder: Path, key: str, mode: str, seconds: float, wait: bool = True) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOST_HOLDER.format(root=str(ROOT), folder=str(folder)), key, mode,
+                             str(seconds)], stdout=subprocess.PIPE, text=True)
+    if wait:
+        assert proc.stdout.readline().startswith("in")
+    return proc
+
+
+def test_host_alone_waits_for_another_cards_correctness_call_and_holds_off_new_ones(tmp_path, monkeypatch):
+    # Another card's judge in a correctness call holds the host shared (as turns.sharing takes it after its card).
+    other = _host_holder(tmp_path, "host", "sharing", 1.5)
+    monkeypatch.setattr(turns, "_HOST", [Turns("host", tmp_path)])
+    t0 = time.monotonic()
+    with turns._with_host(Turns("card-A", tmp_path).alone(), "alone"):
+        waited = time.monotonic() - t0
+        late = _host_holder(tmp_path, "host", "sharing", 0, wait=False)   # a new correctness call on card B
+        time.sleep(1.0)
+        released = time.monotonic()
+    entered = float(late.stdout.readline().split()[1])
+    late.wait()
+    other.wait()
+    assert waited > 1.0 and entered >= released - 0.05
+
+
+def test_timing_on_two_cards_shares_the_host(tmp_path, monkeypatch):
+    other = _host_holder(tmp_path, "host", "sharing", 2.0)        # card B's timing: alone on B, the host shared
+    monkeypatch.setattr(turns, "_HOST", [Turns("host", tmp_path)])
+    t0 = time.monotonic()
+    with turns._with_host(Turns("card-A", tmp_path).alone(), "shared"):
+        waited = time.monotonic() - t0
+    other.wait()
+    assert waited < 1.0

@@ -58,6 +58,16 @@ SPOT_CHANCE = 1 / 16
 # flushes of 0.17 to 0.58 ms (0.035 ms idle) in up to 3 of 9 batches: so the slack is 1 ms (a time slice given to
 # another context is longer), and a baseline is ruled disturbed only when at least QUIET_SHARE of its batches are.
 QUIET_FACTOR, QUIET_SLACK_MS, QUIET_SHARE, QUIET_MIN = 2.0, 1.0, 0.25, 3
+# A timed call is starved when the GPU sat idle inside its window, waiting for the host to launch the call's work,
+# for longer than this (harness.judge.window: idle_us): the hold had run out before the launch was queued. Seen on
+# two H200s of one host with four judges on it: a Triton GEMM's median call 0.22-0.30 ms instead of 0.19, its
+# launch 0.33 ms instead of 0.16, and a speedup read 0.62 [0.55, 0.72] that one judge alone read 0.976.
+STARVE_US, STARVE_SHARE = 10.0, 0.03     # µs, plus this share of the call's own time
+
+
+def starved_call(margin: dict, ms: float) -> bool:
+    idle = margin.get("idle_us") if isinstance(margin, dict) else None
+    return idle is not None and idle > STARVE_US + STARVE_SHARE * ms * 1e3
 # The second clock's tolerance. Per call the parent also sees refill, flush, hold and a profiler session start and
 # stop: 4.8 ms per call in-process at 4096^3 on an H100 (1.9 ms without the profiler). Seen from the parent, less the
 # empty batch, that overhead was 3.8 to 6.9 ms per call, and two workers running the same code differed by up to
@@ -295,8 +305,10 @@ class Schedule:
             ms = [x for r in rounds for x in r["ms"]]
             gaps = [r["wall_per_call"] - statistics.mean(r["ms"]) for r in rounds]
             margins = [m for r in rounds for m in r.get("window", [])]
+            starved = sum(starved_call(m, x) for r in rounds for m, x in zip(r.get("window", []), r["ms"]))
             out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
-                          "calls": len(ms), "rounds": {r["round"]: r["ms"] for r in rounds},
+                          "calls": len(ms), "starved_calls": [starved, len(ms)],
+                          "rounds": {r["round"]: r["ms"] for r in rounds},
                           "clock_gap_ms": scoring.median(gaps),
                           "kernels": kernels.summary([c for r in rounds for c in r["calls"]]),
                           "window_us": window.least_margins(margins)}

@@ -157,6 +157,7 @@ class Run:
         self.gpus, self.executor = max(1, gpus), executor
         self.counts: dict[str, int] = {}
         self.tally = {"judged": 0, "resumed": 0}
+        self.timed: list = []             # the judged lines' timing entries (their `alone` spans), for the summary
         self.t0 = time.monotonic()
 
     def summary(self, stopped: str | None = None) -> dict:
@@ -169,6 +170,10 @@ class Run:
         out = {"candidates": self.total, "verdicts": dict(self.counts), **self.tally, "elapsed_s": round(elapsed, 1),
                "device": self.device, "per_hour" + ("_per_gpu" if self.device == "cuda" else ""):
                    round(rate, 1) if rate else None, "gpus": self.gpus, "executor": self.executor}
+        if self.device == "cuda":
+            from harness.judge.executors.exclusive import timed_together
+            # Read back from the lines themselves: pairs of candidates timed on one card at once (0: none).
+            out["timed_together"] = len(timed_together(self.timed))
         if stopped:
             out["interrupted"] = stopped
         out["environment"] = self.environment       # the machine (GPU, driver, versions): what compare checks
@@ -238,6 +243,8 @@ def _gone(problem, cand: Candidate, i: int, opts, detail: str) -> dict:
 def _done(run: Run, progress, total: int, ready: dict, doc: dict) -> None:
     """A candidate's line is known: count it, say so, and hold it until the lines before it are out."""
     run.tally["resumed" if doc["resumed"] else "judged"] += 1
+    if not doc["resumed"] and doc.get("timings"):
+        run.timed.append({"id": f"#{doc['index']}", "timings": doc["timings"]})
     run.counts[doc["verdict"]] = run.counts.get(doc["verdict"], 0) + 1
     ready[doc["index"]] = doc
     if progress is not None:

@@ -3,6 +3,8 @@ spot checks of timed calls, the physics floor and the second clock, then one tim
 """
 from __future__ import annotations
 
+import time
+
 import torch
 
 from harness import protocol
@@ -108,21 +110,59 @@ def _candidate_could_kill(judge, detail: str) -> bool:
     return not signals_scoped(getattr(judge.child, "confinement", None))
 
 
+HOST_STARVED_SHARE = 0.2     # a side with more of its timed calls starved than this was slowed by its host
+
+
 def _time_shape_alone(judge, spec, shape, opts, record):
     """One shape timed while this judge has the card to itself (harness.judge.turns: no other judge's correctness
     call or timing runs meanwhile). Where the quiet check still found the GPU busy and other judges share the card,
     the work it saw may be another judge's candidate's (work it left queued): the shape is timed once more, and if
     the card is busy again it gets no figure, with the reason in the entry, and no reason against this candidate.
-    Alone on the card (no other judge), a busy GPU is this candidate's leftover work: `background_work`."""
-    for attempt in (1, 2):
-        with turns.alone(judge.device):
+    Alone on the card (no other judge), a busy GPU is this candidate's leftover work: `background_work`.
+
+    The card alone is not the host alone: judges on the host's other GPUs go on with their correctness calls
+    (process start-ups, GB-sized transfers, comparisons), and a host that busy can launch a call's work after the
+    hold has run out, so the events count the host's delay as the GPU's (two H200s of one host, four judges: a
+    0.976 Triton GEMM read 0.62 [0.55, 0.72]). Where more than HOST_STARVED_SHARE of any side's timed calls were
+    starved (harness.judge.bench.starved_call) while other judges were on this host, the shape is timed again with
+    the host to this judge alone (turns.host_alone: no correctness call of any judge on any card meanwhile), and
+    that figure stands (`host_alone`: true), starved or not: with the host quiet, a launch that outlasts the hold is
+    the side's own.
+
+    The entry says when the judge held the card and which card (`alone`: wall-clock seconds, the card's UUID), so
+    that anyone can check from the records alone that no two candidates were timed on one card at once
+    (harness.judge.executors.exclusive)."""
+    busy_times, host = 0, False
+    while True:
+        with turns.host_alone(judge.device) if host else turns.alone(judge.device):
+            began = time.time()
             entry, reasons, busy = _time_shape(judge, spec, shape, opts, record)
-        if not busy or turns.others(judge.device) == 0:
-            return entry, reasons
-    detail = (f"the GPU was busy while the baselines were timed, twice, and {turns.others(judge.device)} other "
-              "judge(s) share this card: the work may be another judge's candidate's, so no figure and no verdict "
-              "from it")
-    return {"dtype": spec.name, "shape": shape, "baselines": {}, "baseline_errors": {"shared_gpu": detail}}, []
+            entry["alone"] = {"card": turns.card(judge.device), "from": round(began, 3),
+                              "until": round(time.time(), 3)}
+        if host:
+            entry["host_alone"] = True
+        if busy and turns.others(judge.device) > 0:
+            busy_times += 1
+            if busy_times < 2:
+                continue
+            detail = (f"the GPU was busy while the baselines were timed, twice, and {turns.others(judge.device)} "
+                      "other judge(s) share this card: the work may be another judge's candidate's, so no figure "
+                      "and no verdict from it")
+            return {"dtype": spec.name, "shape": shape, "baselines": {}, "baseline_errors": {"shared_gpu": detail}}, []
+        if not host and not reasons and host_starved(entry) and turns.host_others(judge.device) > 0:
+            host = True
+            continue
+        return entry, reasons
+
+
+def host_starved(entry: dict) -> bool:
+    """Whether any side of a timing entry had more than HOST_STARVED_SHARE of its calls starved by the host."""
+    sides = [entry] + list((entry.get("baselines") or {}).values())
+    for side in sides:
+        starved, calls = (side.get("starved_calls") or [0, 0])[:2]
+        if calls and starved > HOST_STARVED_SHARE * calls:
+            return True
+    return False
 
 
 def _time_shape(judge, spec, shape, opts, record):
@@ -161,7 +201,8 @@ def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
              "mode": "held", "hold_ms": round(schedule.hold_ms, 3), "reps": cand["calls"],
              "rounds": len(cand["rounds"]), "calls_per_batch": schedule.calls,
              "clock_gap_ms": cand["clock_gap_ms"], "kernels": cand["kernels"][:8], "window_us": cand["window_us"],
-             "tflops": flops / cand["ms"] / 1e9, "gbps": nbytes / cand["ms"] / 1e6, "baselines": {}}
+             "starved_calls": cand["starved_calls"], "tflops": flops / cand["ms"] / 1e9,
+             "gbps": nbytes / cand["ms"] / 1e6, "baselines": {}}
     peak = (peaks.get(spec.name) or {}).get("tflops")
     entry["peak_fraction"] = entry["tflops"] / peak if peak else None
     entry["bw_fraction"] = entry["gbps"] / peaks["copy_gbps"] if peaks.get("copy_gbps") else None
@@ -175,7 +216,7 @@ def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
             "ci95": list(scoring.paired_speedup_ci(side["rounds"], cand["rounds"], seed=record.seed or 0)),
             "tflops": flops / side["ms"] / 1e9, "note": schedule.notes.get(label, ""), "host_ms": side["host_ms"],
             "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4], "window_us": side["window_us"],
-            "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
+            "starved_calls": side["starved_calls"], "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
     return entry
 
 

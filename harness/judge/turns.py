@@ -20,8 +20,14 @@ A process that holds one and never lets go (a candidate that opened the file; th
 delay: the wait is bounded (GAUNTLET_TURN_WAIT_S, default 1800 s), and then the judge fails with a harness error
 that names the holders (from /proc/locks), never a verdict on its own candidate.
 
-`others()`: how many other live judges have used this card; the quiet check's `background_work` is the timed
-candidate's only where that is 0 (harness.judge.timed re-times, then records no figure, when it is not).
+The host has a pair of its own (key `host`), taken after the card's: `sharing()` and `alone()` share it, so the
+host's cards are timed and checked side by side; `host_alone()` (a shape timed again because the busy host starved
+its calls: harness.judge.timed) holds it alone, so no correctness call or timing of any judge on any card runs
+meanwhile. Cards first, then the host, always: no judge holds the host's lock while it waits for a card's.
+
+`others()`: how many other live judges have used this card (`host_others()`: any card of this host); the quiet
+check's `background_work` is the timed candidate's only where that is 0 (harness.judge.timed re-times, then records
+no figure, when it is not).
 """
 from __future__ import annotations
 
@@ -226,18 +232,57 @@ def for_device(device: str = "cuda") -> Turns | None:
     return _TURNS[index]
 
 
-def sharing(device: str):
-    """A shared turn on `device`'s card (nothing to take on the CPU)."""
+def card(device: str) -> str | None:
+    """The name of `device`'s card that its turns are keyed by (its UUID, else its PCI address); None on the CPU."""
     turns = for_device(device)
-    return turns.sharing() if turns is not None else contextlib.nullcontext()
+    return turns.key if turns is not None else None
+
+
+HOST_KEY = "host"
+_HOST: list = []                         # this process's Turns of the host's lock (one per process)
+
+
+def _host() -> Turns:
+    if not _HOST:
+        _HOST.append(Turns(HOST_KEY))
+    return _HOST[0]
+
+
+@contextlib.contextmanager
+def _with_host(card_turn, host_mode: str):
+    """The card's turn, then the host's (always in that order, so no two judges ever wait on each other)."""
+    with card_turn:
+        host = _host()
+        with host.alone() if host_mode == "alone" else host.sharing():
+            yield
+
+
+def sharing(device: str):
+    """A shared turn on `device`'s card, and on the host (nothing to take on the CPU)."""
+    turns = for_device(device)
+    return _with_host(turns.sharing(), "shared") if turns is not None else contextlib.nullcontext()
 
 
 def alone(device: str):
-    """The card to this judge alone (nothing to take on the CPU)."""
+    """The card to this judge alone (nothing to take on the CPU). The host stays shared: judges on its other cards
+    go on, their timing and their correctness calls alike."""
     turns = for_device(device)
-    return turns.alone() if turns is not None else contextlib.nullcontext()
+    return _with_host(turns.alone(), "shared") if turns is not None else contextlib.nullcontext()
+
+
+def host_alone(device: str):
+    """The card and the whole host to this judge alone: no judge's correctness call or timing on any card of this
+    host meanwhile (harness.judge.timed: a shape whose timed calls the host starved is timed again this way)."""
+    turns = for_device(device)
+    return _with_host(turns.alone(), "alone") if turns is not None else contextlib.nullcontext()
 
 
 def others(device: str) -> int:
+    """Other live judges that have taken a turn on `device`'s card."""
     turns = for_device(device)
     return turns.others() if turns is not None else 0
+
+
+def host_others(device: str) -> int:
+    """Other live judges that have taken a turn on any card of this host (sharing this judge's cache folder)."""
+    return _host().others() if for_device(device) is not None else 0

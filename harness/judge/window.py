@@ -94,7 +94,8 @@ def check(call: dict, ms: float) -> tuple[list[str], dict]:
         elif b > limit:
             problems.append(f"{names[i][:90]!r} ended {after_us:.1f} us after the end event: it ran past the "
                             "measured window")
-    margins = {"start_us": None if early == math.inf else round(early, 2),
+    margins = {"idle_us": round(_idle(opened, close, [s for i, s in enumerate(spans) if i not in ours]) / 1e3, 2),
+               "start_us": None if early == math.inf else round(early, 2),
                "end_us": None if late == math.inf else round(late, 2),
                "marker_after_end_us": round((mark_start - opened) / 1e3 - ms * 1e3, 2),
                "start_after_hold_us": round((opened - hold_end) / 1e3, 2),
@@ -123,6 +124,24 @@ def _opened(hold_end: float, begun: float, spans: list[tuple[float, float]]) -> 
     if covered_from is None or reach < begun - JOIN_US * 1e3:
         return begun                                 # idle right before the marker: it ran as soon as it could
     return max(hold_end, covered_from) if covered_from > hold_end + JOIN_US * 1e3 else hold_end
+
+
+def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> float:
+    """How long (ns) the GPU ran none of the call's work inside its window: waiting for the host to launch it.
+    With the hold covering the launch, the call's kernels are queued when the window opens and this is a few
+    launch latencies; a host slowed down past the hold (its own slow launch, or a host busy with other work) shows
+    as idle time that the events count as the call's (harness.judge.bench: starved calls)."""
+    covered, run_a, run_b = 0.0, None, None
+    for a, b in sorted((max(a, opened), min(b, close)) for a, b in spans if b > opened and a < close):
+        if run_b is None or a > run_b:
+            if run_b is not None:
+                covered += run_b - run_a
+            run_a, run_b = a, b
+        else:
+            run_b = max(run_b, b)
+    if run_b is not None:
+        covered += run_b - run_a
+    return max(0.0, (close - opened) - covered)
 
 
 def batch_problems(header: dict) -> tuple[list[tuple[int, str]], list[dict]]:
