@@ -243,8 +243,10 @@ def _gone(problem, cand: Candidate, i: int, opts, detail: str) -> dict:
 def _done(run: Run, progress, total: int, ready: dict, doc: dict) -> None:
     """A candidate's line is known: count it, say so, and hold it until the lines before it are out."""
     run.tally["resumed" if doc["resumed"] else "judged"] += 1
-    if not doc["resumed"] and doc.get("timings"):
-        run.timed.append({"id": f"#{doc['index']}", "timings": doc["timings"]})
+    if not doc["resumed"] and doc.get("timings"):       # only what the overlap check reads: a search keeps thousands
+        run.timed.append({"id": f"#{doc['index']}", "timings": [
+            {"dtype": t.get("dtype"), "shape": t.get("shape"), "alone": t["alone"]}
+            for t in doc["timings"] if isinstance(t, dict) and t.get("alone")]})
     run.counts[doc["verdict"]] = run.counts.get(doc["verdict"], 0) + 1
     ready[doc["index"]] = doc
     if progress is not None:
