@@ -379,3 +379,47 @@ def test_timing_on_two_cards_shares_the_host(tmp_path, monkeypatch):
         waited = time.monotonic() - t0
     other.wait()
     assert waited < 1.0
+
+
+STRESS = textwrap.dedent("""
+    import random, sys, time
+    sys.path.insert(0, {root!r})
+    from harness.judge import turns
+    from harness.judge.turns import Turns
+    folder, card, seed = {folder!r}, sys.argv[1], int(sys.argv[2])
+    turns._HOST[:] = [Turns("host", folder)]
+    mine = Turns(card, folder)
+    rng = random.Random(seed)
+    end = time.monotonic() + 2.5
+    while time.monotonic() < end:
+        mode = rng.choice(["shared", "shared", "alone", "host_alone"])
+        turn = mine.sharing() if mode == "shared" else mine.alone()
+        with turns._with_host(turn, "alone" if mode == "host_alone" else "shared"):
+            t0 = time.time()
+            time.sleep(rng.uniform(0.001, 0.02))
+            print(mode, card, t0, time.time(), flush=True)
+""")
+
+
+def test_turns_on_two_cards_and_the_host_never_deadlock_and_keep_their_promises(tmp_path):
+    """Four judges on two cards take random turns for a few seconds: all finish, no two timings overlap on one card,
+    nothing overlaps a correctness call on its card, and nothing at all overlaps a host_alone turn."""
+    procs = [subprocess.Popen([sys.executable, "-c", STRESS.format(root=str(ROOT), folder=str(tmp_path)), card,
+                               str(seed)], stdout=subprocess.PIPE, text=True)
+             for seed, card in enumerate(["A", "A", "B", "B"])]
+    spans = []
+    for p in procs:
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        spans += [(m, c, float(a), float(b)) for m, c, a, b in (line.split() for line in out.splitlines())]
+    assert {m for m, *_ in spans} == {"shared", "alone", "host_alone"}
+
+    def overlap(x, y):
+        return x[2] < y[3] and y[2] < x[3]
+    for i, x in enumerate(spans):
+        for y in spans[i + 1:]:
+            if not overlap(x, y):
+                continue
+            assert "host_alone" not in (x[0], y[0]), (x, y)
+            if x[1] == y[1]:
+                assert x[0] == y[0] == "shared", (x, y)
