@@ -114,3 +114,17 @@ def test_a_crash_costs_one_dtype_not_all():
     assert record.cases["float16"]["status"] == "crash"
     assert record.cases["float32"]["status"] == "pass" and record.cases["float32"]["calls"] >= 3
     assert "float32" not in record.skipped
+
+
+def test_each_dtype_says_where_its_correctness_time_went():
+    """cases[dtype]["phases_s"]: the judge's inputs and oracle, the request, the reply's checks (seconds, summing to
+    no more than the judgement's time) and the GiB of outputs that came back: a profile from an ordinary run."""
+    problem = discover.get_problem("gemm")
+    solution = discover.get_solution("gemm", str(BAD.parent.parent / "solutions/gemm/torch_matmul.py"))
+    record = evaluate(problem, solution, Options(device="cpu", dtypes=("float32",), examples=1, max_edges=2,
+                                                 timing=False, seed=4))
+    assert record.verdict == "pass", record.reasons
+    phases = record.cases["float32"]["phases_s"]
+    assert set(phases) == {"expect", "request", "check", "output_gib"}
+    assert all(v >= 0 for v in phases.values()) and phases["request"] > 0 and phases["output_gib"] > 0
+    assert phases["expect"] + phases["request"] + phases["check"] <= record.elapsed_s + 0.01

@@ -82,6 +82,11 @@ class Judge:
     history: collections.deque = field(init=False)     # sized from the problem in __post_init__
     calls: int = 0
     kernels: dict = field(default_factory=dict)
+    # Where a dtype's correctness time went, in seconds (the record's cases[dtype]["phases_s"]): the judge's inputs
+    # and oracle, the request (the worker's inputs, the call and its checks, the output's way back), the judge's
+    # checks of the reply (digests, the comparison); and the GiB of outputs that came back. Measured by the judge,
+    # so a profile of the suite needs no other run.
+    phases: dict = field(default_factory=dict)
 
     base: Child | None = None            # the clean baseline worker (cuda timing only)
     declared: frozenset = frozenset()    # the candidate's Triton kernel names, reported by its worker at start-up
@@ -119,6 +124,8 @@ class Judge:
                 # reserve would otherwise grow past this judge's share (harness.judge.memory), and the candidate's
                 # worker on the same GPU would run out of memory building its inputs (seen on an H100, 4 judges).
                 torch.cuda.empty_cache()
+        phases = self.phases.setdefault(spec.name, {"expect": 0.0, "request": 0.0, "check": 0.0, "output_gib": 0.0})
+        t0 = time.monotonic()
         try:
             # The judge's side first: the expected output's size caps what the reply may carry.
             inputs = make_inputs(self.problem, shape, spec, seed, self.device)
@@ -126,6 +133,9 @@ class Judge:
         except torch.OutOfMemoryError:
             raise Abort(Reason("crash", "the judge ran out of GPU memory while the candidate's process held it "
                                         f"(on {shape})")) from None
+        finally:
+            t1 = time.monotonic()
+            phases["expect"] += t1 - t0
         try:
             self.calls += 1
             header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed},
@@ -133,6 +143,16 @@ class Judge:
                                                max_blob=replies.blob_cap(expected.oracle.numel()))
         except ChildFailed as exc:
             raise Abort(exc.reason) from None
+        finally:
+            t2 = time.monotonic()
+            phases["request"] += t2 - t1
+        try:
+            phases["output_gib"] += sum(len(b) for b in blobs) / 2**30
+            return self._judge_reply(header, blobs, inputs, expected, shape, spec, key)
+        finally:
+            phases["check"] += time.monotonic() - t2
+
+    def _judge_reply(self, header, blobs, inputs, expected, shape, spec, key) -> list[Reason]:
         if not header.get("ok"):
             raise Abort(Reason("crash", str(header.get("detail", ""))))     # a worker only ever reports a crash
         try:
@@ -357,6 +377,14 @@ def _fuzz_dtype(judge: Judge, spec: DtypeSpec, opts: Options, record: EvalRecord
 
     def run_case(shape, case_seed):
         counts["examples"] += 1
+        try:
+            _run_case(shape, case_seed)
+        finally:
+            spent = judge.phases.get(spec.name)
+            if spent:
+                counts["phases_s"] = {k: round(v, 6 if k == "output_gib" else 3) for k, v in spent.items()}
+
+    def _run_case(shape, case_seed):
         current.update(shape=shape, seed=case_seed)
         # The memory model's figure for the largest case, beside what the judge really used (below): a check
         # of harness.judge.memory on every run.
