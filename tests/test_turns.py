@@ -423,3 +423,12 @@ def test_turns_on_two_cards_and_the_host_never_deadlock_and_keep_their_promises(
             assert "host_alone" not in (x[0], y[0]), (x, y)
             if x[1] == y[1]:
                 assert x[0] == y[0] == "shared", (x, y)
+
+
+def test_back_to_back_timings_on_one_card_are_not_called_together_and_a_malformed_span_is_ignored():
+    from harness.judge.executors.exclusive import timed_together
+    a = _rec("a", ("G0", 100.000001, 100.250000))
+    b = _rec("b", ("G0", 100.250001, 100.5))          # the next judge stamped its start 1 us after this one let go
+    assert timed_together([a, b]) == []
+    broken = {"id": "c", "timings": [{"dtype": "f", "shape": {}, "alone": {"card": "G0", "from": 100.3}}]}
+    assert timed_together([a, b, broken]) == []

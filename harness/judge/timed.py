@@ -137,8 +137,10 @@ def _time_shape_alone(judge, spec, shape, opts, record):
         with turns.host_alone(judge.device) if host else turns.alone(judge.device):
             began = time.time()
             entry, reasons, busy = _time_shape(judge, spec, shape, opts, record)
-            entry["alone"] = {"card": turns.card(judge.device), "from": round(began, 3),
-                              "until": round(time.time(), 3)}
+            # Microseconds: a judge waiting for the card stamps its start only after this one has let go, and a
+            # coarser rounding could make two such spans touch.
+            entry["alone"] = {"card": turns.card(judge.device), "from": round(began, 6),
+                              "until": round(time.time(), 6)}
         if host:
             entry["host_alone"] = True
         if busy and turns.others(judge.device) > 0:

@@ -18,7 +18,8 @@ def spans(records) -> list[tuple[str, float, float, str, str]]:
         who = str(rec.get("id") or f"{rec.get('problem')}/{rec.get('solution')}#{rec.get('index', i)}")
         for entry in rec.get("timings") or []:
             held = entry.get("alone")
-            if isinstance(held, dict) and held.get("card") and held.get("from") is not None:
+            if isinstance(held, dict) and held.get("card") and all(isinstance(held.get(k), (int, float))
+                                                                   for k in ("from", "until")):
                 shape = ",".join(f"{k}={v}" for k, v in (entry.get("shape") or {}).items())
                 out.append((held["card"], float(held["from"]), float(held["until"]), who,
                             f"{who} {entry.get('dtype')} {shape}"))
