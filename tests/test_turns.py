@@ -19,19 +19,34 @@ HOLDER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
     from harness.judge.turns import Turns
-    t = Turns("card", {folder!r})
-    with getattr(t, sys.argv[1])():
+    with getattr(Turns(sys.argv[1], {folder!r}), sys.argv[2])():
         print("in", time.monotonic(), flush=True)
-        time.sleep(float(sys.argv[2]))
+        time.sleep(float(sys.argv[3]))
     print("out", time.monotonic(), flush=True)
 """)
 
 
-def _holder(folder: Path, mode: str, seconds: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), folder=str(folder)), mode,
+def _holder(folder: Path, mode: str, seconds: float, key: str = "card", wait: bool = True) -> subprocess.Popen:
+    """Another judge's process holding the `key` lock pair (a card's, or the host's) for `seconds`; with `wait`,
+    returned once it holds it."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), folder=str(folder)), key, mode,
                              str(seconds)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().startswith("in")          # holding now
+    if wait:
+        assert proc.stdout.readline().startswith("in")          # holding now
     return proc
+
+
+def _recording(log: list):
+    """turn(name): a stand-in for one of harness.judge.turns' functions that logs `name` each time it is entered."""
+    import contextlib
+
+    def turn(name):
+        @contextlib.contextmanager
+        def cm(device):
+            log.append(name)
+            yield
+        return cm
+    return turn
 
 
 def test_correctness_calls_share_the_card(tmp_path):
@@ -50,8 +65,7 @@ def test_a_timing_waits_for_correctness_in_flight_and_then_has_the_card_alone(tm
     with mine.alone():
         waited = time.monotonic() - t0
         # While this judge times, another judge's correctness call waits.
-        late = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), folder=str(tmp_path)),
-                                 "sharing", "0"], stdout=subprocess.PIPE, text=True)
+        late = _holder(tmp_path, "sharing", 0, wait=False)
         time.sleep(1.0)
         released = time.monotonic()
     entered = float(late.stdout.readline().split()[1])
@@ -76,8 +90,7 @@ def test_a_waiting_timing_is_not_starved_by_a_stream_of_shared_turns(tmp_path):
     thread = threading.Thread(target=time_alone)
     thread.start()
     time.sleep(0.3)                    # the timing judge now waits at the gate
-    second = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), folder=str(tmp_path)),
-                               "sharing", "0"], stdout=subprocess.PIPE, text=True)
+    second = _holder(tmp_path, "sharing", 0, wait=False)
     second_in = float(second.stdout.readline().split()[1])
     thread.join()
     first.wait()
@@ -174,18 +187,11 @@ def test_a_busy_gpu_shared_with_other_judges_is_retimed_then_left_without_figure
 def _judge_with_calls(monkeypatch, outcomes: list, others: int) -> tuple:
     """A Judge whose correctness calls return (or raise) `outcomes` in turn, with `others` other judges on the card;
     returns (judge, the turn each call ran in)."""
-    import contextlib
     from types import SimpleNamespace
 
     from harness.judge import evaluate
     modes: list = []
-
-    def turn(mode):
-        @contextlib.contextmanager
-        def cm(device):
-            modes.append(mode)
-            yield
-        return cm
+    turn = _recording(modes)
 
     def fake_call(self, shape, spec, seed):
         outcome = outcomes.pop(0)
@@ -293,15 +299,8 @@ def _starved_entry(starved: int):
 
 
 def _turn_log(monkeypatch, host_others: int, starved: list):
-    import contextlib
-    log = []
-
-    def turn(name):
-        @contextlib.contextmanager
-        def cm(device):
-            log.append(name)
-            yield
-        return cm
+    log: list = []
+    turn = _recording(log)
 
     def shape(judge, spec, shape, opts, record):
         return _starved_entry(starved.pop(0)), [], False
@@ -336,33 +335,14 @@ def test_a_starved_baseline_also_sends_the_shape_back_to_a_quiet_host():
     assert timed.host_starved(entry)
 
 
-HOST_HOLDER = textwrap.dedent("""
-    import sys, time
-    sys.path.insert(0, {root!r})
-    from harness.judge.turns import Turns
-    with getattr(Turns(sys.argv[1], {folder!r}), sys.argv[2])():
-        print("in", time.monotonic(), flush=True)
-        time.sleep(float(sys.argv[3]))
-    print("out", time.monotonic(), flush=True)
-""")
-
-
-def _host_holder(folder: Path, key: str, mode: str, seconds: float, wait: bool = True) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", HOST_HOLDER.format(root=str(ROOT), folder=str(folder)), key, mode,
-                             str(seconds)], stdout=subprocess.PIPE, text=True)
-    if wait:
-        assert proc.stdout.readline().startswith("in")
-    return proc
-
-
 def test_host_alone_waits_for_another_cards_correctness_call_and_holds_off_new_ones(tmp_path, monkeypatch):
     # Another card's judge in a correctness call holds the host shared (as turns.sharing takes it after its card).
-    other = _host_holder(tmp_path, "host", "sharing", 1.5)
+    other = _holder(tmp_path, "sharing", 1.5, key="host")
     monkeypatch.setattr(turns, "_HOST", [Turns("host", tmp_path)])
     t0 = time.monotonic()
     with turns._with_host(Turns("card-A", tmp_path).alone(), "alone"):
         waited = time.monotonic() - t0
-        late = _host_holder(tmp_path, "host", "sharing", 0, wait=False)   # a new correctness call on card B
+        late = _holder(tmp_path, "sharing", 0, key="host", wait=False)   # a new correctness call on card B
         time.sleep(1.0)
         released = time.monotonic()
     entered = float(late.stdout.readline().split()[1])
@@ -372,7 +352,7 @@ def test_host_alone_waits_for_another_cards_correctness_call_and_holds_off_new_o
 
 
 def test_timing_on_two_cards_shares_the_host(tmp_path, monkeypatch):
-    other = _host_holder(tmp_path, "host", "sharing", 2.0)        # card B's timing: alone on B, the host shared
+    other = _holder(tmp_path, "sharing", 2.0, key="host")        # card B's timing: alone on B, the host shared
     monkeypatch.setattr(turns, "_HOST", [Turns("host", tmp_path)])
     t0 = time.monotonic()
     with turns._with_host(Turns("card-A", tmp_path).alone(), "shared"):
