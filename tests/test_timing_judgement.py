@@ -368,8 +368,28 @@ def test_the_figures_count_each_sides_starved_calls():
     s.run(budget_s=0.2)
     figs = s.figures()
     starved, calls = figs["candidate"]["starved_calls"]
-    assert calls > 0 and starved == calls
-    assert figs["cublas"]["starved_calls"][0] == 0
+    assert calls > 0 and starved == calls and figs["candidate"]["starved_shift"] is None   # its median is starved
+    assert figs["cublas"]["starved_calls"][0] == 0 and figs["cublas"]["starved_shift"] == 0.0
+
+
+def _rounds(ms_by_batch: list[list[float]], idle_by_batch: list[list[float]]) -> list[dict]:
+    return [{"ms": ms, "window": [{"idle_us": idle} for idle in idles]} for ms, idles in zip(ms_by_batch, idle_by_batch)]
+
+
+def test_the_starved_shift_is_how_far_starved_calls_moved_the_median():
+    # A tight side whose batch's first call was starved (a quiet host): the median barely moves.
+    tight = [1.000, 1.001, 1.002, 1.001, 1.000]
+    first = _rounds([[1.3] + tight[1:]] * 8, [[300.0, 0, 0, 0, 0]] * 8)
+    shift = bench.starved_shift(first)
+    assert shift is not None and 0 <= shift < 0.001
+    # Two of five starved in every batch of a side whose calls spread by 4%: the median moves past the precision
+    # timing stops at (to the calm calls' 83rd percentile).
+    moved = _rounds([[1.4, 1.4, 1.0, 1.02, 1.04]] * 8, [[400.0, 400.0, 0, 0, 0]] * 8)
+    assert bench.starved_shift(moved) > bench.PRECISION
+    # Most calls starved: the median is a starved call, whatever the others say.
+    assert bench.starved_shift(_rounds([[1.4, 1.4, 1.4, 1.0, 1.0]], [[400.0, 400.0, 400.0, 0, 0]])) is None
+    # No window recorded (a CPU run): nothing starved, nothing moved.
+    assert bench.starved_shift([{"ms": [1.0, 2.0]}]) == 0.0
 
 
 def test_a_kernel_beside_the_hold_is_named_with_how_early():

@@ -293,17 +293,20 @@ def test_the_eval_many_summary_on_cuda_counts_candidates_timed_together():
 
 # --- the host: a shape the busy host starved is timed again with the host to this judge alone ----------------------
 
-def _starved_entry(starved: int):
+def _starved_entry(starved: int, shift: float | None = 0.001):
+    """A timing entry whose candidate had `starved` of 40 calls starved; `shift`: how far they moved its median
+    (harness.judge.bench.starved_shift; None when most calls were starved)."""
     return {"dtype": "bfloat16", "shape": {"M": 1}, "candidate_ms": 0.2, "starved_calls": [starved, 40],
-            "baselines": {"cublas": {"ms": 0.19, "starved_calls": [0, 40]}}}
+            "starved_shift": None if starved >= 20 else shift,
+            "baselines": {"cublas": {"ms": 0.19, "starved_calls": [0, 40], "starved_shift": 0.0}}}
 
 
-def _turn_log(monkeypatch, host_others: int, starved: list):
+def _turn_log(monkeypatch, host_others: int, starved: list, shift: float = 0.001):
     log: list = []
     turn = _recording(log)
 
     def shape(judge, spec, shape, opts, record):
-        return _starved_entry(starved.pop(0)), [], False
+        return _starved_entry(starved.pop(0), shift), [], False
     monkeypatch.setattr(timed, "_time_shape", shape)
     monkeypatch.setattr(turns, "alone", turn("alone"))
     monkeypatch.setattr(turns, "host_alone", turn("host_alone"))
@@ -324,14 +327,30 @@ def test_a_starved_shape_alone_on_the_host_or_a_clean_one_is_not_timed_again(mon
     log = _turn_log(monkeypatch, host_others=0, starved=[30])          # nobody else: the launch is the side's own
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
     assert log == ["alone"] and "host_alone" not in entry
-    log = _turn_log(monkeypatch, host_others=3, starved=[4])           # 4 of 40: within HOST_STARVED_SHARE
+    # 8 of 40 (a batch's first call, say) that moved the median by 0.1%: the figure is the GPU's, not the host's
+    log = _turn_log(monkeypatch, host_others=3, starved=[8], shift=0.001)
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
     assert log == ["alone"] and not timed.host_starved(entry)
 
 
+def test_a_few_starved_calls_that_moved_the_median_send_the_shape_to_a_quiet_host(monkeypatch):
+    log = _turn_log(monkeypatch, host_others=3, starved=[8, 8], shift=timed.HOST_SHIFT * 2)
+    entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
+    assert log == ["alone", "host_alone"] and entry["host_alone"] is True
+
+
+def test_a_side_starved_with_the_host_quiet_sends_the_judgements_later_shapes_straight_to_a_quiet_host(monkeypatch):
+    judge = _Judge()
+    log = _turn_log(monkeypatch, host_others=3, starved=[30, 30, 30])      # host-bound by design: every call
+    timed._time_shape_alone(judge, _Spec(), {"M": 1}, None, None)
+    assert log == ["alone", "host_alone"] and judge.host_bound
+    entry, _ = timed._time_shape_alone(judge, _Spec(), {"M": 2}, None, None)
+    assert log == ["alone", "host_alone", "host_alone"] and entry["host_alone"] is True   # timed once, not twice
+
+
 def test_a_starved_baseline_also_sends_the_shape_back_to_a_quiet_host():
     entry = _starved_entry(0)
-    entry["baselines"]["cublas"]["starved_calls"] = [20, 40]
+    entry["baselines"]["cublas"].update(starved_calls=[20, 40], starved_shift=None)   # its median a starved call
     assert timed.host_starved(entry)
 
 

@@ -91,6 +91,7 @@ class Judge:
     base: Child | None = None            # the clean baseline worker (cuda timing only)
     declared: frozenset = frozenset()    # the candidate's Triton kernel names, reported by its worker at start-up
     custom: bool = True                  # a non-torch backend: its work must be its own
+    host_bound: bool = False             # a side starved with the host quiet: time on a quiet host (judge.timed)
 
     def __post_init__(self):
         # The case's earlier calls, and no more: a new case may draw the same shape, and its expectations must not
