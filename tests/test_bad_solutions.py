@@ -128,3 +128,10 @@ def test_each_dtype_says_where_its_correctness_time_went():
     assert set(phases) == {"expect", "request", "check", "output_gib"}
     assert all(v >= 0 for v in phases.values()) and phases["request"] > 0 and phases["output_gib"] > 0
     assert phases["expect"] + phases["request"] + phases["check"] <= record.elapsed_s + 0.01
+    # and the whole judgement's stages: the worker's start, the dtype's correctness (which holds its phases), the
+    # workers' close and the rest, adding up to elapsed_s
+    stages = record.stages_s
+    assert set(stages) == {"start", "correctness", "close", "rest"} and set(stages["correctness"]) == {"float32"}
+    assert stages["start"] > 0 and stages["correctness"]["float32"] >= sum(phases[k] for k in ("request", "check"))
+    total = stages["start"] + stages["correctness"]["float32"] + stages["close"] + stages["rest"]
+    assert abs(total - record.elapsed_s) < 0.05

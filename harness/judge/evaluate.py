@@ -213,6 +213,37 @@ class Judge:
         return reasons
 
 
+class Stages:
+    """Where a judgement's wall time goes (the record's `stages_s`), measured as it runs: `start` (the workers'
+    start-ups, restarts included, and the turns waited for them), `correctness` and `timing` per dtype (timing
+    includes the baseline's readiness and any ceiling measured), `close` (the workers' ends), and `rest` (the
+    judge's preparation: fingerprints, the environment's and source tree's digests). Issue 17's profile of a suite
+    is then read from its results file, on any machine, with no second run."""
+
+    def __init__(self, record: EvalRecord):
+        self.out = record.stages_s
+        self.mark = time.monotonic()
+
+    def lap(self, key: str, dtype: str | None = None) -> None:
+        """Add the time since the last lap to `key` (per dtype where given), and start the next lap."""
+        now = time.monotonic()
+        spent = now - self.mark
+        if dtype is None:
+            self.out[key] = round(self.out.get(key, 0.0) + spent, 3)
+        else:
+            per = self.out.setdefault(key, {})
+            per[dtype] = round(per.get(dtype, 0.0) + spent, 3)
+        self.mark = now
+
+    def skip(self) -> None:
+        self.mark = time.monotonic()
+
+    @staticmethod
+    def finish(record: EvalRecord) -> None:
+        counted = sum(v if isinstance(v, (int, float)) else sum(v.values()) for v in record.stages_s.values())
+        record.stages_s["rest"] = round(max(0.0, record.elapsed_s - counted), 3)
+
+
 def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRecord:
     t0 = time.monotonic()
     record = EvalRecord(problem=problem.id, solution=solution.name, path=str(solution.path),
@@ -251,6 +282,7 @@ def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRec
                                   .to_json())
     record.verdict = verdict_of([Reason(**r) for r in record.reasons])
     record.elapsed_s = round(time.monotonic() - t0, 2)
+    Stages.finish(record)
     return record
 
 
@@ -288,6 +320,7 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
     # candidate (timed.ensure_baseline).
     # Many judgements in one process (eval-many, run): the baseline worker may be the last judgement's, and this
     # candidate's worker may have been started, gated, during it (harness.judge.standby).
+    stages = Stages(record)
     base = None
     if timing:
         base = standby.take_baseline(problem, opts) or \
@@ -305,20 +338,24 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
                 with turns.alone(opts.device):      # the idle reading: no other judge's work on the card either
                     timed.finish_baseline_start(base, problem)
                 timed.learn_quiet(base)
+        stages.lap("start")
         for i, spec in enumerate(dtypes):
             if judge is None or not judge.child.alive:
                 # A crash or a sticky CUDA error costs one dtype, not all: the next one gets a fresh process.
                 started.append(first)
                 judge = _start_judge(problem, solution, opts, record, base, budget, first, started)
                 first = None
+                stages.lap("start")
                 if judge is None:
                     for rest in dtypes[i:]:
                         record.skipped[rest.name] = "not judged: the candidate's process did not start"
                     break
             reasons = _fuzz_dtype(judge, spec, opts, record)
+            stages.lap("correctness", spec.name)
             record.reasons += [r.to_json() for r in reasons]
             if any(r.code in ("crash", "timeout") for r in reasons):
                 judge.child.close()
+                stages.lap("close")
                 continue
             if reasons:
                 continue
@@ -326,9 +363,12 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
                 timed.ensure_baseline(base, problem, quiet)
                 record.confinement = dict(record.confinement or {}, baseline=base.confinement)
                 timed.time_dtype(judge, spec, opts, record)
+                stages.lap("timing", spec.name)
     finally:
+        stages.skip()
         kept = standby.keep_baseline(base, problem, opts, [c for c in started if c is not None])
         close_all([first, judge.child if judge is not None else None, None if kept else base])
+        stages.lap("close")
     for name, summary in _scores(record).items():
         record.score[name] = summary
 

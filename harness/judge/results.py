@@ -42,6 +42,9 @@ class EvalRecord:
     adapter: dict = field(default_factory=dict)      # an adapted file: format, backend, backend_from, mapping
     seed: int | None = None
     elapsed_s: float = 0.0
+    # Where elapsed_s went (harness.judge.evaluate.Stages): workers' start, correctness and timing per dtype, closing
+    # the workers, and the rest; a suite's records are its own profile.
+    stages_s: dict = field(default_factory=dict)
     schema: str = EVAL_SCHEMA
 
     def to_json(self) -> dict:
