@@ -150,7 +150,7 @@ def digest(x) -> str:
 
     A CUDA tensor is folded on its own device (`fold`), not copied to the host and hashed there: both the worker and
     the judge digest every input of every correctness call, and for grouped_gemm_moe (1.4 GB of inputs per call) the
-    two copies and sha256 passes were most of a dtype's 25 s of correctness time on an H200. The fold is a keyed sum
+    two copies and sha256 passes were most of a dtype's 25 s of correctness time on an H200. The fold is a sum
     over mixed (position, value) words, not a cryptographic hash: it catches any accidental or careless change of an
     input with odds of a miss near 2**-64 per lane, and a candidate that wants to hide a change can forge its digest in
     its own process with either hash, so sha256 bought nothing against one (README, threat model)."""
@@ -171,7 +171,7 @@ def _s64(c: int) -> int:
 
 _INT_VIEW = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 _GOLDEN, _MIX1, _MIX2 = _s64(0x9E3779B97F4A7C15), _s64(0xBF58476D1CE4E5B9), _s64(0x94D049BB133111EB)
-FOLD_CHUNK = 1 << 23            # elements folded at once: the fold's scratch is a few times this many int64s
+FOLD_CHUNK = 1 << 22            # elements folded at once: the fold's scratch is about 5 x 32 MiB at most
 
 
 def _shr(z, s: int):
@@ -184,7 +184,8 @@ def fold(x) -> bytes:
     xored with its position times the golden ratio, through splitmix64's finaliser (a bijection), summed (lane 1) and
     summed weighted by 2*position+1 (lane 2), modulo 2**64. Any one changed element changes lane 1; two elements
     swapped, or any set of changes, pass only with odds of about 2**-64 per lane. Works in chunks of FOLD_CHUNK
-    elements (along the first dimension where `x` is not contiguous), so a GB input needs MBs of scratch."""
+    elements (along the first dimension where `x` is not contiguous), so a GB input needs no more GPU memory than a
+    small one (the worker digests its inputs beside the output it holds, within the judge's memory share)."""
     import torch
     x = x.detach()
     ints = getattr(torch, _INT_VIEW[x.element_size()])
