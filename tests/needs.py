@@ -2,6 +2,7 @@
 `unsupported`, never as a failure of the candidate); and what a nested pytest needs where Gauntlet is not installed."""
 import functools
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,3 +58,10 @@ def plugin_env(env: dict) -> dict:
     path = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH", "")]))
     env = dict(env, PYTHONPATH=path)
     return env if _sees_plugin(path) else dict(env, PYTEST_PLUGINS="harness.plugin")
+
+
+def ctrl_c_default() -> None:
+    """A Popen preexec_fn: the child starts as from a terminal, SIGINT at its default disposition. A shell's
+    background job (`cmd &`, nohup) starts with SIGINT ignored, which a child inherits, and Python then installs no
+    KeyboardInterrupt handler, rightly: so a test of what Ctrl-C does, run in such a job, would wait for nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

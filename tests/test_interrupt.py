@@ -61,7 +61,7 @@ def _argv(tmp_path, *names):
 def _start(argv, forks=True):
     env = dict(os.environ, STUCK_FORKS="1" if forks else "")
     return subprocess.Popen([sys.executable, "-m", "harness", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, env=env)
+                            text=True, start_new_session=True, env=env, preexec_fn=needs.ctrl_c_default)
 
 
 def _processes(tmp_path, word=""):
@@ -193,7 +193,7 @@ def test_second_signal_cuts_a_hanging_shutdown_short(tmp_path):
     """The mechanism alone, made deterministic: the first signal stops what was started, the second ends a
     shutdown that hangs, after its last words (once) and with what the shutdown started stopped too."""
     proc = subprocess.Popen([sys.executable, "-c", HANGS.format(tag=tmp_path)], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=needs.ctrl_c_default)
     first = int(proc.stdout.readline())
     os.kill(proc.pid, signal.SIGINT)
     second = int(proc.stdout.readline())
@@ -302,7 +302,7 @@ def test_pytest_plugin_lets_pytest_report_the_interrupt(suite):
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
                              "--gauntlet-device", "cpu", str(suite / "solutions" / "gemm" / "b_stuck.py"),
                              "-k", "float32"], cwd=suite, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=needs.ctrl_c_default)
     deadline = time.monotonic() + WAIT_S
     while len(_processes(suite, "b_stuck")) < 3 and time.monotonic() < deadline:   # pytest, worker, grandchild
         assert proc.poll() is None, proc.communicate()

@@ -64,7 +64,7 @@ def test_a_stop_ends_with_the_summary_line_and_130(tmp_path):
     (tmp_path / "b_stuck.py").write_text(STUCK)
     proc = subprocess.Popen([sys.executable, "-m", "harness", "eval-many", "gemm", str(tmp_path), *FLAGS,
                              "--timeout", "900"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=needs.ctrl_c_default)
     first = proc.stdout.readline()                  # a_good's line: b_stuck is in flight from now on
     time.sleep(3)
     os.killpg(proc.pid, signal.SIGINT)
