@@ -112,7 +112,7 @@ def _candidate_could_kill(judge, detail: str) -> bool:
 
 # A side whose starved calls moved its median call time by more than the precision timing stops at
 # (harness.judge.bench.starved_shift), or whose median is itself a starved call, was slowed by its host. A share of
-# starved calls was the first rule (more than a fifth): on two H200s it sent 41 of 76 shapes of the suite back to a
+# starved calls was the first rule (more than a fifth): on two H200s it sent 41 of 75 shapes of the suite back to a
 # quiet host, most of them for one starved first call per batch that moved no median, and the suite took 1558 s of
 # judging where it had taken 1128.
 HOST_SHIFT = PRECISION
