@@ -131,6 +131,23 @@ def test_the_device_fold_sees_any_changed_or_swapped_element_whatever_the_layout
     assert protocol.digest(t) != protocol.digest(t.t().contiguous().t())  # CPU: sha256 of the bytes and strides
 
 
+@pytest.mark.gpu
+def test_the_fold_on_the_gpu_is_the_fold_on_the_cpu_and_the_digest_uses_it():
+    """Worker and judge both fold CUDA inputs on the GPU; the same arithmetic on the CPU gives the same lanes, so a
+    wrapping or reduction that differs on the device would show here first."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    torch.manual_seed(1)
+    for t in (torch.randn(1 << 12, 1 << 11).to(torch.bfloat16), torch.randn(999, 17),
+              torch.randint(-128, 127, (12345,), dtype=torch.int8), torch.randn(300, 500).t()):
+        assert protocol.fold(t.cuda()) == protocol.fold(t)
+        assert protocol.digest(t.cuda()).startswith("fold:") and protocol.digest(t.cuda()) == protocol.digest(t.cuda())
+    x = torch.randn(64, 64, device="cuda")
+    y = x.clone()
+    y[7, 9] += 1.0
+    assert protocol.digest(x) != protocol.digest(y)
+
+
 def test_a_large_output_crosses_a_widened_pipe_whole_and_a_lying_length_is_refused_before_reading():
     # 24 MiB: more than one read's worth (16 MiB) and far more than the pipe holds, so both sides take turns.
     import threading
