@@ -488,7 +488,7 @@ def cmd_eval_many(args) -> int:
 def cmd_run(args) -> int:
     from harness.judge.executors import task
     from harness.judge.fingerprint import changed_parts, fingerprint
-    from harness.judge.results import EvalRecord, ResultsFile
+    from harness.judge.results import EvalRecord, ResultsFile, describe_stages, stage_totals
     device = _device(args)
     problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
     plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
@@ -536,9 +536,11 @@ def cmd_run(args) -> int:
             on = f" on GPU {where['device']}" if where.get("device") else ""
             _progress(len(settled), len(plan), keys[job["index"]], why[job["index"]][1] + on)
 
+        judged_now: list = []              # this run's judgements (not the resumed ones): where their time went
         for job, result in executor.run(jobs, on_start=started):
             i = job["index"]
             record = EvalRecord(**result["record"])
+            judged_now.append(result["record"])
             with interrupt.held():         # the record and its bookkeeping land together, or neither does
                 if result["peaks"] and any(results.doc.get("peaks", {}).get(k) != v
                                            for k, v in result["peaks"].items()):
@@ -558,6 +560,9 @@ def cmd_run(args) -> int:
         if device == "cuda":
             from harness.judge.executors.exclusive import timed_together
             together = f"; candidates timed on one card at once: {len(timed_together(results.doc['records']))}"
+        stages = describe_stages(stage_totals(judged_now))
+        if stages:
+            print(stages, file=sys.stderr)
         print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, "
               f"new {tally['new']}{together})", file=sys.stderr)
         results.complete()

@@ -2,6 +2,7 @@
 usage errors (exit 2, verdict `usage_error`), problem-file errors (blame `problem`), candidate errors (a verdict).
 A changed solution is judged again by `gauntlet run`; a killed judge leaves no worker behind."""
 import json
+import re
 import os
 import shutil
 import signal
@@ -86,8 +87,10 @@ def test_run_rejudges_a_changed_solution_and_resumes_an_unchanged_one(tmp_path):
             "--dtype", "float32", "--out", str(tmp_path / "results.json")]
     code, _, err = _cli(*args, cwd=copy, env=env)
     assert code == 0 and "new 1" in err, err
+    assert re.search(r"judging time by stage: correctness \d+ s \(\d+%\)", err), err   # where this run's time went
     code, _, err = _cli(*args, cwd=copy, env=env)
     assert code == 0 and "resumed 1, re-judged 0" in err, err
+    assert "judging time by stage" not in err                  # nothing judged in this run
     solution = copy / "solutions" / "gemm" / "torch_matmul.py"
     solution.write_text(solution.read_text().replace("return torch.matmul(a, b)", "return torch.zeros_like(a @ b)"))
     code, _, err = _cli(*args, cwd=copy, env=env)

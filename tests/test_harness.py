@@ -131,6 +131,17 @@ def test_the_device_fold_sees_any_changed_or_swapped_element_whatever_the_layout
     assert protocol.digest(t) != protocol.digest(t.t().contiguous().t())  # CPU: sha256 of the bytes and strides
 
 
+def test_stage_totals_sum_each_records_stages_and_say_where_the_time_went():
+    from harness.judge.results import describe_stages, stage_totals
+    records = [{"stages_s": {"start": 2.0, "correctness": {"float32": 5.0, "bfloat16": 3.0}, "rest": 0.5}},
+               {"stages_s": {"start": 1.0, "timing": {"float32": 9.0}}}, {"verdict": "error"}]
+    totals = stage_totals(records)
+    assert totals == {"start": 3.0, "correctness": 8.0, "rest": 0.5, "timing": 9.0}
+    assert describe_stages(totals) == ("judging time by stage: timing 9 s (44%), correctness 8 s (39%), "
+                                       "start 3 s (15%), rest 0 s (2%)")
+    assert describe_stages({}) == ""
+
+
 @pytest.mark.gpu
 def test_the_fold_on_the_gpu_is_the_fold_on_the_cpu_and_the_digest_uses_it():
     """Worker and judge both fold CUDA inputs on the GPU; the same arithmetic on the CPU gives the same lanes, so a

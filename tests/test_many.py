@@ -50,6 +50,9 @@ def test_a_folder_and_standard_input_each_candidate_one_line_then_a_summary(tmp_
     assert [r["resumed"] for r in records] == [False, False, False, False, True]
     assert last["summary"]["verdicts"] == {"pass": 2, "error": 2, "fail": 1}
     assert last["summary"]["judged"] == 4 and last["summary"]["resumed"] == 1 and last["summary"]["per_hour"] > 0
+    stages = last["summary"]["stages_s"]                 # the 4 judged lines' stages_s, summed (not the resumed)
+    judged = [r for r in records if not r["resumed"]]
+    assert stages["start"] > 0 and abs(sum(stages.values()) - sum(r["elapsed_s"] for r in judged)) < 0.1
     assert len(out.read_text().splitlines()) == 6
     # A second run over the same output file judges nothing again.
     code, lines, err = _cli("gemm", str(folder), *FLAGS, "--out", str(out))

@@ -158,6 +158,7 @@ class Run:
         self.counts: dict[str, int] = {}
         self.tally = {"judged": 0, "resumed": 0}
         self.timed: list = []             # the judged lines' timing entries (their `alone` spans), for the summary
+        self.stages: dict = {}            # seconds per stage over the judged lines (harness.judge.results)
         self.t0 = time.monotonic()
 
     def summary(self, stopped: str | None = None) -> dict:
@@ -174,6 +175,7 @@ class Run:
             from harness.judge.executors.exclusive import timed_together
             # Read back from the lines themselves: pairs of candidates timed on one card at once (0: none).
             out["timed_together"] = len(timed_together(self.timed))
+        out["stages_s"] = dict(self.stages)     # where this run's judging time went (its records' stages_s)
         if stopped:
             out["interrupted"] = stopped
         out["environment"] = self.environment       # the machine (GPU, driver, versions): what compare checks
@@ -243,6 +245,10 @@ def _gone(problem, cand: Candidate, i: int, opts, detail: str) -> dict:
 def _done(run: Run, progress, total: int, ready: dict, doc: dict) -> None:
     """A candidate's line is known: count it, say so, and hold it until the lines before it are out."""
     run.tally["resumed" if doc["resumed"] else "judged"] += 1
+    if not doc["resumed"]:
+        from harness.judge.results import stage_totals
+        for key, spent in stage_totals([doc]).items():     # totals only: a search judges thousands
+            run.stages[key] = round(run.stages.get(key, 0.0) + spent, 3)
     if not doc["resumed"] and doc.get("timings"):       # only what the overlap check reads: a search keeps thousands
         run.timed.append({"id": f"#{doc['index']}", "timings": [
             {"dtype": t.get("dtype"), "shape": t.get("shape"), "alone": t["alone"]}

@@ -183,3 +183,23 @@ def load(path: Path) -> dict:
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def stage_totals(records) -> dict:
+    """Seconds per stage summed over records (each record's `stages_s`, a per-dtype stage summed over its dtypes):
+    where a run's judging time went, for `run`'s last lines and eval-many's summary."""
+    out: dict = {}
+    for rec in records:
+        for key, value in ((rec or {}).get("stages_s") or {}).items():
+            spent = sum(value.values()) if isinstance(value, dict) else value
+            out[key] = round(out.get(key, 0.0) + spent, 3)
+    return out
+
+
+def describe_stages(totals: dict) -> str:
+    """`judging time by stage: correctness 603 s (39%), timing ...`, largest first; '' when nothing was judged."""
+    whole = sum(totals.values())
+    if whole <= 0:
+        return ""
+    parts = sorted(totals.items(), key=lambda kv: -kv[1])
+    return "judging time by stage: " + ", ".join(f"{k} {v:.0f} s ({100 * v / whole:.0f}%)" for k, v in parts)
