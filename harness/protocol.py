@@ -151,10 +151,10 @@ def digest(x) -> str:
     A CUDA tensor is folded on its own device (`fold`), not copied to the host and hashed there: both the worker and
     the judge digest every input of every correctness call, and for grouped_gemm_moe (GB-sized inputs) the two
     copies and sha256 passes were most of a dtype's correctness time on an H200 (with the fold, its calls' request
-    and check fell from 30.6 to 6.9 s, README). The fold is a sum
-    over mixed (position, value) words, not a cryptographic hash: it catches any accidental or careless change of an
-    input with odds of a miss near 2**-64 per lane, and a candidate that wants to hide a change can forge its digest in
-    its own process with either hash, so sha256 bought nothing against one (README, threat model)."""
+    and check fell from 30.6 to 6.9 s, README). The fold is a sum over mixed (position, value) words, not a
+    cryptographic hash: an accidental or careless change of an input goes unseen only by a 64-bit coincidence per
+    lane, and a crafted collision is no threat worth a stronger hash, since a candidate that wants to hide a change
+    can forge its digest in its own process with either hash (README, threat model)."""
     import torch
     if not isinstance(x, torch.Tensor):
         return hashlib.sha256(repr(x).encode()).hexdigest()
@@ -183,8 +183,9 @@ def _shr(z, s: int):
 def fold(x) -> bytes:
     """Two 64-bit lanes over every element of `x` in logical order, computed where `x` lives: each element's bits,
     xored with its position times the golden ratio, through splitmix64's finaliser (a bijection), summed (lane 1) and
-    summed weighted by 2*position+1 (lane 2), modulo 2**64. Any one changed element changes lane 1; two elements
-    swapped, or any set of changes, pass only with odds of about 2**-64 per lane. Works in chunks of FOLD_CHUNK
+    summed weighted by 2*position+1 (lane 2), modulo 2**64. Any one changed element changes lane 1; a swap or any
+    other set of changes leaves a lane unchanged only if its mixed words' differences cancel modulo 2**64, a
+    coincidence an accident does not make (there is no key: a crafted set can). Works in chunks of FOLD_CHUNK
     elements (along the first dimension where `x` is not contiguous), so a GB input needs no more GPU memory than a
     small one (the worker digests its inputs beside the output it holds, within the judge's memory share)."""
     import torch
