@@ -70,6 +70,13 @@ def starved_call(margin: dict, ms: float) -> bool:
     return idle is not None and idle > STARVE_US + STARVE_SHARE * ms * 1e3
 
 
+def starved_flags(rounds: list[dict]) -> list[tuple[float, bool]]:
+    """Each timed call of a side's rounds: (its ms, whether it was starved); a round without windows (the CPU) has
+    none starved."""
+    return [(x, starved_call(m, x))
+            for r in rounds for m, x in zip(r.get("window") or [None] * len(r["ms"]), r["ms"])]
+
+
 def starved_shift(rounds: list[dict]) -> float | None:
     """How far a side's starved calls moved the figure it reports: median(every call) / median(the calls not
     starved) - 1; None where half or more of its calls were starved (the median is then a starved call itself).
@@ -78,8 +85,7 @@ def starved_shift(rounds: list[dict]) -> float | None:
     starved (5 to 11 of 40 calls, as many as there were batches), and that moves a tight side's median by a small
     fraction of a percent, while a busy host starved most of a Triton GEMM's calls and moved its median by 15 to 55%.
     harness.judge.timed times a shape again with the host alone on the shift, not on the count."""
-    flags = [(x, starved_call(m, x))
-             for r in rounds for m, x in zip(r.get("window") or [None] * len(r["ms"]), r["ms"])]
+    flags = starved_flags(rounds)
     calm = [x for x, starved in flags if not starved]
     if not flags:
         return 0.0
@@ -323,7 +329,7 @@ class Schedule:
             ms = [x for r in rounds for x in r["ms"]]
             gaps = [r["wall_per_call"] - statistics.mean(r["ms"]) for r in rounds]
             margins = [m for r in rounds for m in r.get("window", [])]
-            starved = sum(starved_call(m, x) for r in rounds for m, x in zip(r.get("window", []), r["ms"]))
+            starved = sum(flag for _, flag in starved_flags(rounds))
             shift = starved_shift(rounds)
             out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
                           "calls": len(ms), "starved_calls": [starved, len(ms)],

@@ -25,7 +25,7 @@ from harness.inputs import make_inputs
 from harness.judge.oracle import expected_for
 from harness.problem import DtypeSpec, Problem
 from harness.reasons import Reason, verdict_of
-from harness.judge.results import EvalRecord
+from harness.judge.results import EvalRecord, stage_totals
 
 
 
@@ -240,7 +240,7 @@ class Stages:
 
     @staticmethod
     def finish(record: EvalRecord) -> None:
-        counted = sum(v if isinstance(v, (int, float)) else sum(v.values()) for v in record.stages_s.values())
+        counted = sum(stage_totals([{"stages_s": record.stages_s}]).values())
         record.stages_s["rest"] = round(max(0.0, record.elapsed_s - counted), 3)
 
 
