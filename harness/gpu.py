@@ -17,7 +17,7 @@ the worker does not already have (the driver JIT-compiles the PTX once per proce
   on the profiler's timeline (the start event fires when the hold ends, or later if the host was late to record
   it), and, being off the caller's stream, it delays none of the call's kernels;
 - gauntlet_mark: an empty kernel queued on the caller's stream right after the end event (and the snapshot): its
-  start bounds the window's end on the profiler's timeline (harness.judge.window);
+  start bounds the window's end on the profiler's timeline (harness.judge.timing.window);
 - gauntlet_snap / gauntlet_snap_bytes: a raw copy of the memory an output spans, on the caller's stream right after
   the end event, so what is judged is the output as it stood when the window closed (`snapshot`).
 The profiler names them exactly so; the parent tells them from a candidate's kernels by name and count.
@@ -38,7 +38,7 @@ MARK_KERNEL, SNAP_KERNEL = "gauntlet_mark", "gauntlet_snap"
 
 def judges_per_gpu() -> int:
     """GAUNTLET_JUDGES_PER_GPU: how many judges share this GPU (default 1). ValueError when it is not a positive
-    integer. Read by the judge (memory share: harness.judge.memory) and by the worker at start-up (how long a
+    integer. Read by the judge (memory share: harness.judge.values.memory) and by the worker at start-up (how long a
     time-sliced sync may take: harness.child.worker)."""
     raw = os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")
     try:

@@ -10,7 +10,7 @@ that is not a pass fails with the reason codes and the replay command.
 
 Ctrl-C is pytest's: the plugin installs no signal handler, so the KeyboardInterrupt reaches pytest, which prints
 its interrupt summary; on the way the worker in flight, and whatever it started, is killed at once instead of being
-asked to exit (harness.judge.isolate.Child.close).
+asked to exit (harness.judge.process.isolate.Child.close).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness import discover, searchpath
-from harness.judge.executors import slots
+from harness.executors import slots
 
 
 def _gpu_count() -> int:
@@ -37,7 +37,7 @@ def _gpu_count() -> int:
 def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
     """`pytest -n N` on a machine of several GPUs: worker gwI gets one GPU of its own (of those CUDA_VISIBLE_DEVICES
     lets it see, else of all), round-robin, before anything starts CUDA; and where several workers share a GPU,
-    GAUNTLET_JUDGES_PER_GPU says how many (each judge then takes its share of the card's memory: harness.judge.memory),
+    GAUNTLET_JUDGES_PER_GPU says how many (each judge then takes its share of the card's memory: harness.judge.values.memory),
     unless it is set already. Runs when the plugin is imported, in every xdist worker: from the installed package,
     so a user's repository gets it too, not only this checkout (its conftest.py is not shipped)."""
     worker = environ.get("PYTEST_XDIST_WORKER", "")
@@ -124,7 +124,7 @@ def _configure_gate(config) -> None:
         raise pytest.UsageError(f"gauntlet: --gauntlet-fail-on must be a percentage in [0, 1000), got {fail_on}")
     if not (out or base) or hasattr(config, "workerinput"):
         return
-    from harness.judge import gate
+    from harness.judge.records import gate
     try:
         stored = gate.load_base(Path(base)) if base else None
     except gate.GateError as exc:
@@ -134,7 +134,7 @@ def _configure_gate(config) -> None:
 
 class SessionGate:
     """This session's records, from each item's report (`user_properties`, which pytest-xdist carries back to the
-    controller), written out and compared at the end (harness.judge.gate)."""
+    controller), written out and compared at the end (harness.judge.records.gate)."""
 
     def __init__(self, out, base_name, base, fail_on):
         self.out = Path(out) if out else None
@@ -150,7 +150,7 @@ class SessionGate:
     def pytest_sessionfinish(self, session):
         """Before the terminal summary (which prints the Markdown); a regression turns a passing session's exit
         status into 1 (tests failed), and leaves any worse status as it is."""
-        from harness.judge import gate
+        from harness.judge.records import gate
         if self.out:
             gate.write(self.out, self.records)
         if self.base is None:

@@ -25,7 +25,7 @@ class ProblemError(ValueError):
 class DtypeSpec:
     name: str            # the name users type: bfloat16, float16, float32, tf32, ...
     torch: str           # the storage dtype handed to make_inputs
-    k_norm: float        # norm-wise: at most k_norm times torch's own error (harness/judge/check.py)
+    k_norm: float        # norm-wise: at most k_norm times torch's own error (harness/judge/values/check.py)
     k_elem: float        # element-wise: roundings at the dtype's own precision before the output's, in u * scale
     floor: float         # norm-wise floor, in u * scale, for where torch happens to be exact
     tf32: bool = False

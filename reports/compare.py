@@ -5,7 +5,7 @@ reports.load.read_run, as the leaderboard reads them); records are
 matched by problem, solution (or eval-many id) and device, then timings by dtype, shape and baseline.
 
 What is compared is each timing's speedup over its baseline, measured in the same run (the paired, drift-cancelling
-figure of harness.judge.bench), not raw milliseconds: two CI runs on a shared runner differ in clocks and
+figure of harness.judge.timing.bench), not raw milliseconds: two CI runs on a shared runner differ in clocks and
 neighbours, and the baseline carries that difference with it. The change in time is speedup_base / speedup_new - 1
 (positive: slower). Its 95% interval combines the two runs' own intervals on the log scale (each is a paired
 bootstrap, so its half-width over 1.96 is that run's standard error). A slowdown is a regression only when the

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# Mirrors of harness.judge.results.RUN_SCHEMA / EVAL_SCHEMA and harness.reasons.VERDICTS. Copied rather than imported
+# Mirrors of harness.judge.records.results.RUN_SCHEMA / EVAL_SCHEMA and harness.reasons.VERDICTS. Copied rather than imported
 # so that reading results never drags in the harness (and, through it, torch); tests/test_reports.py checks that
 # the copies still match.
 RUN_SCHEMA = "gauntlet.run/1"

@@ -78,7 +78,7 @@ def describe_run(name: str, doc: dict) -> dict:
 
 
 def describe_interruption(mark) -> str:
-    """The run was stopped before the end (harness.judge.stopped writes the mark): its table is partial."""
+    """The run was stopped before the end (harness.judge.records.stopped writes the mark): its table is partial."""
     if not mark:
         return ""
     rest = mark.get("not_judged") if isinstance(mark.get("not_judged"), list) else []
@@ -126,9 +126,9 @@ def describe_peaks(peaks: dict) -> str:
 def ceilings(group: Group) -> dict:
     """The roofline's ceilings: {"tflops": {dtype: TFLOP/s}, "copy_gbps": GB/s or None, "derived": bool}.
 
-    From the runs' measured `peaks` (harness/judge/peaks.py); where a run carries none (eval-many lines hold no
+    From the runs' measured `peaks` (harness/judge/timing/peaks.py); where a run carries none (eval-many lines hold no
     peaks), from the records themselves: each timing's peak_fraction is its TFLOP/s over the dtype's measured peak
-    and bw_fraction its GB/s over the copy bandwidth (harness/judge/timed.py), so the ratio gives the ceiling back.
+    and bw_fraction its GB/s over the copy bandwidth (harness/judge/timing/timed.py), so the ratio gives the ceiling back.
     """
     compute = {k: number(v.get("tflops")) for k, v in group.peaks.items() if isinstance(v, dict)}
     compute = {k: v for k, v in compute.items() if v and v > 0}

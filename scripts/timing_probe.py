@@ -10,7 +10,7 @@ do_bench_cudagraph.
 
 The window checks: (1) the hold's geometry, and whether a kernel launched on an unordered side stream during the
 hold starts before the hold ends, for torch.cuda._sleep (the old hold, one SM) and harness.gpu.hold; (2) the output
-snapshot reproduces values and strides; (3) the window's margins (harness.judge.window) over honest timed calls of
+snapshot reproduces values and strides; (3) the window's margins (harness.judge.timing.window) over honest timed calls of
 triton_tiled and cuBLAS and of the window fixtures, in process; (4) the ratio probe at 4096^3; (5) gemm/triton_tiled
 judged with timing at 4096^3 (as `gauntlet eval gemm triton_tiled --dtype bfloat16 --examples 2 --max-shapes 1`),
 and the window fixtures (tests/bad, tests/good) judged with timing at 4096^3, for their verdicts and speedups."""
@@ -148,10 +148,10 @@ def snapshot_check() -> dict:
 
 
 def window_margins(m: int, n: int, k: int, calls: int = 40) -> dict:
-    """Every timed call of each side through Bench.batch, judged by harness.judge.window as the parent would."""
+    """Every timed call of each side through Bench.batch, judged by harness.judge.timing.window as the parent would."""
     from harness.child.timing import Bench
     from harness.gpu import HOLD_MS
-    from harness.judge import window
+    from harness.judge.timing import window
     problem = discover.get_problem("gemm")
     spec = problem.dtype("bfloat16")
     make = lambda seed: make_inputs(problem, {"M": m, "N": n, "K": k}, spec, seed, "cuda")  # noqa: E731

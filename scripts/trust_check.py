@@ -187,7 +187,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     import torch
 
-    from harness.judge.peaks import measure_peaks
+    from harness.judge.timing.peaks import measure_peaks
     shapes = SHAPES[:1] if args.quick else SHAPES
     peaks = measure_peaks(torch.device("cuda"), {"bfloat16": (torch.bfloat16, False)})
     emit(out, {"step": "env", "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "peaks": peaks})

@@ -130,15 +130,15 @@ def test_a_module_with_parameters_the_problem_does_not_give_is_refused_by_name()
 
 
 def test_eval_many_judges_both_formats_bad_files_fail_and_says_which_adapter():
-    """eval-many's loop (harness.judge.many.judge_all, in this process to spare a judge's start-up): a batch of a
+    """eval-many's loop (harness.executors.many.judge_all, in this process to spare a judge's start-up): a batch of a
     KernelBench and a GPU MODE file, each found by its own names, each a failing line naming its wrapper."""
-    from harness.judge import many
+    from harness.executors import many
     problem = discover.get_problem("gemm")
     files = [FIXTURES / n for n in ("kernelbench_gemm_drops_a_term.py", "gpumode_gemm_bf16_inputs.py")]
     stdout = io.StringIO()
     run = many.Run(len(files), "cpu")
     opts = Options(device="cpu", dtypes=("float32",), examples=1, max_edges=1, timing=False, seed=1)
-    from harness.judge.executors import InlineExecutor
+    from harness.executors import InlineExecutor
     many.judge_all(problem, [many.Candidate(p.stem, p) for p in files], opts, many.Lines(stdout, None),
                    InlineExecutor(), run)
     lines = [json.loads(line) for line in stdout.getvalue().splitlines()]

@@ -1,4 +1,4 @@
-"""One allowlist meaning on both devices (harness/judge/kernels.py GLUE_FAMILIES): every op family allowed on one
+"""One allowlist meaning on both devices (harness/judge/process/kernels.py GLUE_FAMILIES): every op family allowed on one
 device is allowed on the other, routing glue (diff, sort/argsort, bincount, searchsorted, topk, cumsum, histc,
 unique, ...) included, and a matrix product, convolution or attention stays forbidden on both. The CPU side is
 measured here (the aten ops torch's profiler records for real calls); the GPU side from kernel names."""
@@ -7,8 +7,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from harness import discover
-from harness.judge import kernels
 from harness.judge.evaluate import Options, evaluate
+from harness.judge.process import kernels
 from tests import needs
 from tests.test_bad_solutions import BAD
 

@@ -1,4 +1,4 @@
-"""The element-wise budget, measured from both sides (harness/judge/check.py has the rule).
+"""The element-wise budget, measured from both sides (harness/judge/values/check.py has the rule).
 
 - Caught: an output element missing one product term of typical size (the element's RMS product, rss_i / sqrt(K))
   must fail at >= 95% of positions in bf16, fp16 and fp32 for K up to 8192. The error is planted before the
@@ -21,8 +21,8 @@ import torch.nn.functional as F
 
 from harness import discover
 from harness.inputs import make_inputs, matmul_precision
-from harness.judge import check
-from harness.judge.oracle import expected_for
+from harness.judge.values import check
+from harness.judge.values.oracle import expected_for
 
 GEMM = discover.get_problem("gemm")
 SEEDS = (0, 1)

@@ -1,5 +1,5 @@
-"""The judge's caches (harness.judge.bytecode, .peaks, .environment) and the cheap escape scan
-(harness.judge.isolate): each saves seconds per judgement, and none may let a stale or planted file count."""
+"""The judge's caches (harness.judge.process.bytecode, .peaks, .environment) and the cheap escape scan
+(harness.judge.process.isolate): each saves seconds per judgement, and none may let a stale or planted file count."""
 import os
 import subprocess
 import sys
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.judge import bytecode, environment, isolate, peaks
+from harness.judge.process import bytecode, environment, isolate, pids
+from harness.judge.timing import peaks
 
 
 @pytest.fixture
@@ -79,9 +80,9 @@ def test_a_worker_confined_by_landlock_cannot_write_the_bytecode_cache(cache):
 def test_the_escape_scan_reads_our_children_and_agrees_with_a_full_scan():
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        kids = isolate._children(os.getpid())
+        kids = pids.children_of(os.getpid())
         assert sleeper.pid in kids
-        full = [int(p) for p in os.listdir("/proc") if p.isdigit() and (isolate._stat(int(p)) or [0, 0])[1] == os.getpid()]
+        full = [int(p) for p in os.listdir("/proc") if p.isdigit() and (pids.stat(int(p)) or [0, 0])[1] == os.getpid()]
         assert set(full) <= set(kids) | {p for p in full if not os.path.exists(f"/proc/{p}")}
     finally:
         sleeper.kill()
@@ -89,8 +90,8 @@ def test_the_escape_scan_reads_our_children_and_agrees_with_a_full_scan():
 
 
 def test_a_double_forked_process_is_found_as_escaped():
-    isolate._become_subreaper()
-    since = isolate._stat(os.getpid())[4]
+    pids.become_subreaper()
+    since = pids.stat(os.getpid())[4]
     code = ("import os, time\n"
             "if os.fork() == 0:\n"
             "    os.setsid()\n"
@@ -101,7 +102,7 @@ def test_a_double_forked_process_is_found_as_escaped():
     subprocess.run([sys.executable, "-c", code], timeout=30, start_new_session=True)
     escaped = []
     for _ in range(100):
-        escaped = isolate.adopted_orphans(set(), since)
+        escaped = pids.adopted_orphans(set(), since)
         if escaped:
             break
         time.sleep(0.02)
@@ -161,7 +162,7 @@ def test_verify_uses_its_cache_and_still_verifies(cache, monkeypatch):
 
 
 def test_the_idle_flush_time_is_kept_per_card_and_stands_in_for_one_measured_beside_a_candidate(cache, monkeypatch):
-    from harness.judge import timed
+    from harness.judge.timing import timed
     monkeypatch.setattr(peaks, "_card_key", lambda device: "H100|GPU-1|driver 13000|torch x|cuda 13.0")
     assert peaks.cached_quiet("cuda") is None             # first judgement on this card: the gated start
     peaks.remember_quiet("cuda", 0.040)
@@ -189,8 +190,9 @@ def test_a_candidate_starts_beside_a_baseline_worker_still_starting():
     timing), and the baseline's confinement is recorded with the candidate's (the first H100 run of this path
     crashed in _start_judge on a missing one)."""
     from harness import discover
-    from harness.judge import evaluate, timed
-    from harness.judge.results import EvalRecord
+    from harness.judge import evaluate
+    from harness.judge.timing import timed
+    from harness.judge.records.results import EvalRecord
     problem = discover.get_problem("gemm")
     solution = discover.get_solution("gemm", "torch_matmul")
     opts = evaluate.Options(device="cpu")

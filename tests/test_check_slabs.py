@@ -1,4 +1,4 @@
-"""The comparison runs slab by slab (harness/judge/check.py CHUNK_ELEMENTS) so that its fp64 temporaries stay
+"""The comparison runs slab by slab (harness/judge/values/check.py CHUNK_ELEMENTS) so that its fp64 temporaries stay
 bounded on huge outputs (the judge ran out of memory on an H100 on bmm with K = 1): the verdict and the report must
 be exactly those of one pass over the whole output, and the judge must not keep earlier cases' expectations."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import torch
 
 from harness import discover
 from harness.inputs import make_inputs
-from harness.judge import check, memory
-from harness.judge.oracle import expected_for
+from harness.judge.values import check, memory
+from harness.judge.values.oracle import expected_for
 
 BMM = discover.get_problem("bmm")
 

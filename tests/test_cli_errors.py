@@ -106,7 +106,7 @@ def test_a_killed_judge_leaves_no_worker_running(tmp_path):
     script.write_text(textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from harness.judge.isolate import Child
+        from harness.judge.process.isolate import Child
         child = Child("gemm", {str(ROOT / 'solutions' / 'gemm' / 'torch_matmul.py')!r}, "torch", "cpu")
         print(child.proc.pid, flush=True)
         time.sleep(120)

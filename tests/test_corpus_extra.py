@@ -90,7 +90,7 @@ def _cuda_available() -> bool:
 def _peaks(dtype: str) -> dict:
     import torch
 
-    from harness.judge.peaks import measure_peaks
+    from harness.judge.timing.peaks import measure_peaks
     spec = discover.get_problem("gemm").dtype(dtype)
     return measure_peaks(torch.device("cuda"), {dtype: (spec.torch_dtype(), spec.tf32)})
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DIST = {"yaml": "pyyaml"}                                  # import name -> distribution name, where they differ
 OPTIONAL = {"triton", "cupy", "cutlass",                   # the extras: [triton], [cupy], [cute]
             "jsonschema",                                   # [test]: reports.schema.problems validates with it
-            "ray"}                                          # [ray]: --executor ray (harness/judge/executors/cluster)
+            "ray"}                                          # [ray]: --executor ray (harness/executors/cluster)
 USED_THROUGH_TORCH = {"numpy": "Tensor.numpy() on the harness's wire (harness/protocol.py)"}
 OWN = {"harness", "reports", "gauntlet_problems", "gauntlet_solutions", "__future__"}
 

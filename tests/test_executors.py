@@ -1,4 +1,4 @@
-"""Every GPU of one host (`--gpus N|all`, harness.judge.executors.local and slots): one judge process per GPU,
+"""Every GPU of one host (`--gpus N|all`, harness.executors.local and slots): one judge process per GPU,
 each seeing only its own (CUDA_VISIBLE_DEVICES, down to the candidate's confined worker), judging at the same
 time as the others, with the lines and the results file in the candidates' order whatever finishes first. On the
 CPU the GPUs are logical slots, which is what CI can check."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.judge import executors
-from harness.judge.executors import slots
+from harness import executors
+from harness.executors import slots
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = ["--device", "cpu", "--dtype", "float32", "--examples", "1", "--seed", "1"]
@@ -127,8 +127,8 @@ def test_a_slot_that_dies_costs_its_job_an_error_that_blames_the_harness(tmp_pat
 
     from harness import discover
     from harness.judge.evaluate import Options
-    from harness.judge.executors import task
-    from harness.judge.executors.local import LocalExecutor
+    from harness.executors import task
+    from harness.executors.local import LocalExecutor
     path = tmp_path / "waits.py"
     path.write_text(says_its_device(30))
     problem = discover.get_problem("gemm")

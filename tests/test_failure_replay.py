@@ -2,8 +2,8 @@
 from pathlib import Path
 
 from harness import discover
-from harness.judge import failures
 from harness.judge.evaluate import Options, evaluate
+from harness.judge.values import failures
 from tests import needs
 
 BAD = Path(__file__).parent / "bad" / "triton_tail_tile_bug.py"

@@ -10,11 +10,12 @@ import torch
 from hypothesis import given, settings
 
 from harness import discover, protocol
-from harness.judge import check, fuzz, scoring
 from harness.inputs import make_inputs
-from harness.judge.oracle import expected_for
+from harness.judge.records.results import EvalRecord, ResultsFile, load
+from harness.judge.timing import scoring
+from harness.judge.values import check, fuzz
+from harness.judge.values.oracle import expected_for
 from harness.problem import FuzzBounds, ProblemError, load_problem
-from harness.judge.results import EvalRecord, ResultsFile, load
 
 GEMM = discover.get_problem("gemm")
 
@@ -132,7 +133,7 @@ def test_the_device_fold_sees_any_changed_or_swapped_element_whatever_the_layout
 
 
 def test_stage_totals_sum_each_records_stages_and_say_where_the_time_went():
-    from harness.judge.results import describe_stages, stage_totals
+    from harness.judge.records.results import describe_stages, stage_totals
     records = [{"stages_s": {"start": 2.0, "correctness": {"float32": 5.0, "bfloat16": 3.0}, "rest": 0.5}},
                {"stages_s": {"start": 1.0, "timing": {"float32": 9.0}}}, {"verdict": "error"}]
     totals = stage_totals(records)
@@ -252,7 +253,7 @@ def test_scoring_geomean_fast_p_and_interval():
 
 
 def test_edge_cases_reach_each_dims_largest_odd_value_and_top():
-    from harness.judge.fuzz import edge_cases
+    from harness.judge.values.fuzz import edge_cases
     bounds = discover.get_problem("gemm").fuzz["cpu"]
     cases = edge_cases(bounds)
     for dim, (lo, hi) in bounds.dims.items():
@@ -271,7 +272,7 @@ def test_about_half_the_draws_align_every_dim():
     """Fast paths branch on alignment (TMA: 16-byte rows); independent per-dim draws almost never align all dims at
     once, so the strategy draws about half its shapes with every dim a multiple of one alignment (8 to 128)."""
     from hypothesis import HealthCheck, given, settings
-    from harness.judge.fuzz import shapes
+    from harness.judge.values.fuzz import shapes
     bounds = discover.get_problem("int8_gemm").fuzz["cpu"]
     hits = []
 
@@ -289,7 +290,7 @@ def test_random_draws_alone_rarely_reach_the_top_odd_values():
     """Why the edge cases exist: over 2000 random draws of gemm's CPU domain, odd K >= 1041 comes up in a few
     percent of cases (measured: README), too rarely for 20 examples to be sure of meeting it."""
     from hypothesis import HealthCheck, given, settings
-    from harness.judge.fuzz import shapes
+    from harness.judge.values.fuzz import shapes
     bounds = discover.get_problem("gemm").fuzz["cpu"]
     hits = []
 

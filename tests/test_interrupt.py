@@ -175,7 +175,7 @@ def test_second_signal_ends_at_once(suite):
 
 HANGS = """
 import subprocess, sys, time
-from harness.judge import interrupt
+from harness.judge.records import interrupt
 def sleeper():
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{tag}"], start_new_session=True)
     print(p.pid, flush=True)
@@ -260,8 +260,8 @@ def test_sigkill_between_records_leaves_a_file_that_resumes(suite):
 MID_WRITE = """
 import os, signal, sys
 from pathlib import Path
-from harness.judge import results
-from harness.judge.results import EvalRecord, ResultsFile
+from harness.judge.records import results
+from harness.judge.records.results import EvalRecord, ResultsFile
 out, where = Path(sys.argv[1]), sys.argv[2]
 rf = ResultsFile(out, {"device": "cpu"})
 rf.add(EvalRecord("gemm", "first", "first.py", "torch", "cpu"))
@@ -281,7 +281,7 @@ rf.add(EvalRecord("gemm", "second", "second.py", "torch", "cpu"))
 
 @pytest.mark.parametrize("where", ["writing", "renaming"])
 def test_sigkill_mid_write_leaves_the_previous_file(tmp_path, where):
-    from harness.judge.results import EvalRecord, ResultsFile, load
+    from harness.judge.records.results import EvalRecord, ResultsFile, load
     out = tmp_path / "results.json"
     proc = subprocess.run([sys.executable, "-c", MID_WRITE, str(out), where], capture_output=True, text=True,
                           timeout=60)

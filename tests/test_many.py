@@ -1,4 +1,4 @@
-"""`gauntlet eval-many` (harness.judge.many): many candidates of one problem in one judge process, one JSON line
+"""`gauntlet eval-many` (harness.executors.many): many candidates of one problem in one judge process, one JSON line
 each, a summary line last; a file already judged (same fingerprint) is not judged again; a stop ends with the
 summary and 130; what cannot be read is the user's error before anything is judged."""
 import io
@@ -14,7 +14,7 @@ import pytest
 
 from harness.discover import UsageError
 from tests import needs
-from harness.judge import many
+from harness.executors import many
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = "import torch\nBACKEND = 'torch'\ndef solve(a, b):\n    return torch.matmul(a, b)\n"

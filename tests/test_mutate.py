@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness import discover
-from harness.judge import failures, mutants, mutate
+from harness.judge.values import failures
+from harness.mutate import mutants, mutate
 from tests import needs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from harness import discover
-from harness.judge import check
 from harness.inputs import make_inputs, matmul_precision
-from harness.judge.oracle import expected_for
+from harness.judge.values import check
+from harness.judge.values.oracle import expected_for
 
 # A precision strictly below each dtype's promise.
 LOWER = {torch.float32: torch.bfloat16, torch.float16: torch.float8_e4m3fn, torch.bfloat16: torch.float8_e4m3fn}

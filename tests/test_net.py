@@ -16,8 +16,8 @@ from hypothesis import seed as hypothesis_seed
 from harness import discover
 from tests import needs
 from harness.inputs import make_inputs, matmul_precision
-from harness.judge import check, fuzz
-from harness.judge.oracle import expected_for
+from harness.judge.values import check, fuzz
+from harness.judge.values.oracle import expected_for
 from tests.test_bad_solutions import BAD
 
 GEMM = discover.get_problem("gemm")

@@ -1,5 +1,5 @@
 """The quantized problems admit each common way of computing their quantized values and still reject any change to
-the recipe (harness/judge/conventions.py; the rule is stated in problems/fp8_gemm_*/reference.py).
+the recipe (harness/judge/values/conventions.py; the rule is stated in problems/fp8_gemm_*/reference.py).
 
 Every kernel here is written in torch the way its library writes it, independently of the problem's own
 quantizer, and judged in-process on the CPU through the judge's comparison (conventions.value_reasons on
@@ -14,8 +14,8 @@ import torch.nn.functional as F
 
 from harness import discover
 from harness.inputs import make_inputs
-from harness.judge import check, conventions
-from harness.judge.oracle import expected_for
+from harness.judge.values import check, conventions
+from harness.judge.values.oracle import expected_for
 from harness.problem import ProblemError
 
 FP8, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2

@@ -1,4 +1,4 @@
-"""`--executor ray` (harness.judge.executors.cluster) on a local Ray cluster that declares two logical GPUs: one
+"""`--executor ray` (harness.executors.cluster) on a local Ray cluster that declares two logical GPUs: one
 task per candidate, each on its own GPU (CUDA_VISIBLE_DEVICES set by Ray, down to the candidate's confined
 worker); a task whose process is killed mid-judgement is retried and the candidate still has exactly one line; the
 lines come back in the candidates' order into one file. One cluster for the module (starting one costs seconds)."""
@@ -15,7 +15,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from harness import discover  # noqa: E402
-from harness.judge import many  # noqa: E402
+from harness.executors import many  # noqa: E402
 from harness.judge.evaluate import Options  # noqa: E402
 from tests.test_executors import seen_device  # noqa: E402
 
@@ -28,7 +28,7 @@ def cluster():
     t0 = time.monotonic()
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
     print(f"ray.init: {time.monotonic() - t0:.1f}s")
-    from harness.judge.executors.cluster import RayExecutor
+    from harness.executors.cluster import RayExecutor
     yield RayExecutor()                     # finds the cluster started here, and leaves it running
     ray.shutdown()
     if pinned is not None:

@@ -175,7 +175,7 @@ def test_groups_by_machine_and_later_file_replaces(tmp_path, gpu_doc):
 
 def test_constants_match_harness_and_reports_import_no_torch():
     from harness.reasons import VERDICTS
-    from harness.judge.results import EVAL_SCHEMA, RUN_SCHEMA
+    from harness.judge.records.results import EVAL_SCHEMA, RUN_SCHEMA
     mirrored = (leaderboard.RUN_SCHEMA, leaderboard.EVAL_SCHEMA, leaderboard.VERDICTS)
     assert mirrored == (RUN_SCHEMA, EVAL_SCHEMA, VERDICTS)
     for path in Path(leaderboard.__file__).parent.glob("*.py"):       # every module of the reports package

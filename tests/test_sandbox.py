@@ -1,4 +1,4 @@
-"""OS confinement of the workers (harness.judge.sandbox) and the judge's bounds on them (harness.judge.watchdog).
+"""OS confinement of the workers (harness.judge.sandbox) and the judge's bounds on them (harness.judge.process.watchdog).
 
 The escape classes of issue 16, on this machine: tests/good/escape_attempts_all_refused.py (run by
 test_corpus_extra) passes only if every way out is refused; here, the same probe unconfined shows the test can
@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness import discover
-from harness.judge import environment, fingerprint, sandbox
+from harness.judge import sandbox
 from harness.judge.evaluate import Options, evaluate
+from harness.judge.process import environment
+from harness.judge.records import fingerprint
 from harness.judge.sandbox import seccomp
 
 HERE = Path(__file__).parent
@@ -141,7 +143,7 @@ def test_killing_the_baseline_worker_leaves_no_record_without_a_ratio(mode):
     the record is rejected (`tampering`), never a pass without a figure."""
     if not _cuda():
         pytest.skip("needs a CUDA device")
-    from harness.judge.peaks import measure_peaks
+    from harness.judge.timing.peaks import measure_peaks
     problem = discover.get_problem("gemm")
     spec = problem.dtype("bfloat16")
     bench = next(b for b in problem.benchmark if (b["M"], b["N"], b["K"]) == (4096, 4096, 4096))
@@ -162,12 +164,12 @@ def test_killing_the_baseline_worker_leaves_no_record_without_a_ratio(mode):
 def test_a_killed_baseline_worker_is_seen_killed(mode):
     """The CPU half of the test above (no timing on the CPU, but the same two workers of one judge): unconfined, the
     candidate's SIGKILL reaches the baseline worker, and its death reads `killed by SIGKILL` (what
-    harness.judge.timed turns into `tampering`), not "exited with status 0": the candidate's worker's escape scan
+    harness.judge.timing.timed turns into `tampering`), not "exited with status 0": the candidate's worker's escape scan
     must not reap a sibling worker's zombie. Confined, the signal is refused and the baseline worker lives."""
     if mode == "auto" and not CONFINED:
         pytest.skip(f"this kernel cannot confine: {sandbox.missing()}")
-    from harness.judge import timed
-    from harness.judge.isolate import Child, ChildFailed
+    from harness.judge.timing import timed
+    from harness.judge.process.isolate import Child, ChildFailed
     problem = discover.get_problem("gemm")
     base = timed.start_baseline_worker(problem, "cpu", mode)
     solution = discover.get_solution("gemm", str(HERE / "bad" / "kills_the_baseline_worker.py"))
@@ -190,12 +192,12 @@ def test_a_killed_baseline_worker_is_seen_killed(mode):
 
 
 def test_a_gated_candidate_worker_runs_no_candidate_code_before_its_go(tmp_path):
-    """A deferred start (harness.judge.isolate: the candidate's worker spawned beside the baseline worker) does the
+    """A deferred start (harness.judge.process.isolate: the candidate's worker spawned beside the baseline worker) does the
     harness's start-up and then waits: the candidate's module is imported only after finish_start(), so no line of
     it runs before the baseline worker has measured the quiet GPU."""
     import time
 
-    from harness.judge.isolate import Child
+    from harness.judge.process.isolate import Child
     candidate = tmp_path / "marks_its_import.py"
     candidate.write_text("import os\nimport torch\nBACKEND = 'torch'\nopen('imported', 'w').write('yes')\n"
                          "def solve(a, b):\n    return torch.matmul(a, b)\n")
@@ -217,7 +219,7 @@ def test_a_gated_candidate_worker_runs_no_candidate_code_before_its_go(tmp_path)
 def test_a_failed_start_fails_the_same_way_on_every_later_call(tmp_path):
     """A worker let go beside another (harness.judge.evaluate._start_judge) may be waited for twice: its failure is
     remembered and said again, not turned into a read on a closed channel."""
-    from harness.judge.isolate import Child, ChildFailed
+    from harness.judge.process.isolate import Child, ChildFailed
     candidate = tmp_path / "breaks_on_import.py"
     candidate.write_text("BACKEND = 'torch'\nraise ImportError('no such kernel library')\n")
     child = Child(discover.get_problem("gemm"), candidate, "torch", "cpu", deferred=True)

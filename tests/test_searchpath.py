@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from harness import discover, searchpath
-from harness.judge import audit, failures, fingerprint
 from harness.judge.evaluate import Options, evaluate
-from harness.judge.isolate import Child
+from harness.judge.process import audit
+from harness.judge.process.isolate import Child
+from harness.judge.records import fingerprint
+from harness.judge.values import failures
 from harness.searchpath import SearchPathError, resolve
 
 SHIPPED_PROBLEMS, SHIPPED_SOLUTIONS = searchpath.shipped_folders()

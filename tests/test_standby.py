@@ -1,4 +1,4 @@
-"""Workers started ahead of need (harness.judge.standby) and K judges per GPU (--overlap): what is kept, what is
+"""Workers started ahead of need (harness.judge.process.standby) and K judges per GPU (--overlap): what is kept, what is
 never kept, and that overlapping judges still judge each candidate on its own."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.judge import executors, standby
+from harness import executors
+from harness.judge.process import standby
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFINED = {"verified": True, "signals": "own domain only"}
@@ -34,7 +35,7 @@ def on(monkeypatch):
     monkeypatch.setattr(standby, "_ON", True)
     monkeypatch.setattr(standby, "_NEXT", {})
     monkeypatch.setattr(standby, "_BASE", {})
-    import harness.judge.isolate as isolate
+    import harness.judge.process.isolate as isolate
     monkeypatch.setattr(isolate, "close_all", lambda children: [c.close() for c in children if c is not None])
     return standby
 
@@ -83,7 +84,7 @@ def test_a_prestarted_worker_is_handed_to_its_own_candidate_only(on):
 
 
 def test_no_prestart_on_the_cpu_or_for_a_broken_file(on, monkeypatch):
-    import harness.judge.isolate as isolate
+    import harness.judge.process.isolate as isolate
     monkeypatch.setattr(isolate, "Child", lambda *a, **k: pytest.fail("no worker should start"))
     sol = SimpleNamespace(path=Path("/x/a.py"), backend="triton", format="native", error=None, unsupported=None)
     on.prestart(PROBLEM, sol, SimpleNamespace(device="cpu", sandbox="auto"))

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from harness.judge import bench, kernels, replies, scoring, timed, window
-from harness.judge.bench import Schedule
+from harness.judge.process import kernels, replies
+from harness.judge.timing import bench, scoring, starved, timed, window
+from harness.judge.timing.bench import Schedule
 from harness.reasons import Reason
 
 CUBLAS = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
@@ -351,10 +352,10 @@ def test_an_honest_call_is_inside_its_window():
 def test_a_call_the_host_launched_after_the_hold_ran_out_shows_its_idle_time_and_counts_as_starved():
     call, ms = _timed()
     problems, margins = window.check(call, ms)
-    assert problems == [] and margins["idle_us"] < 5 and not bench.starved_call(margins, ms)
+    assert problems == [] and margins["idle_us"] < 5 and not starved.starved_call(margins, ms)
     call, ms = _timed(starve_us=300.0)              # the kernel queued 300 us after the start event fired
     problems, margins = window.check(call, ms)
-    assert problems == [] and 300 <= margins["idle_us"] < 305 and bench.starved_call(margins, ms)
+    assert problems == [] and 300 <= margins["idle_us"] < 305 and starved.starved_call(margins, ms)
     # overlapping kernels (any stream) cover the window once; a gap between kernels is idle; outside is clipped
     assert window._idle(0.0, 100.0, [(0.0, 60.0), (40.0, 100.0)]) == 0.0
     assert window._idle(0.0, 100.0, [(0.0, 30.0), (50.0, 100.0)]) == 20.0
@@ -380,16 +381,16 @@ def test_the_starved_shift_is_how_far_starved_calls_moved_the_median():
     # A tight side whose batch's first call was starved (a quiet host): the median barely moves.
     tight = [1.000, 1.001, 1.002, 1.001, 1.000]
     first = _rounds([[1.3] + tight[1:]] * 8, [[300.0, 0, 0, 0, 0]] * 8)
-    shift = bench.starved_shift(first)
+    shift = starved.starved_shift(first)
     assert shift is not None and 0 <= shift < 0.001
     # Two of five starved in every batch of a side whose calls spread by 4%: the median moves past the precision
     # timing stops at (to the calm calls' 83rd percentile).
     moved = _rounds([[1.4, 1.4, 1.0, 1.02, 1.04]] * 8, [[400.0, 400.0, 0, 0, 0]] * 8)
-    assert bench.starved_shift(moved) > bench.PRECISION
+    assert starved.starved_shift(moved) > bench.PRECISION
     # Most calls starved: the median is a starved call, whatever the others say.
-    assert bench.starved_shift(_rounds([[1.4, 1.4, 1.4, 1.0, 1.0]], [[400.0, 400.0, 400.0, 0, 0]])) is None
+    assert starved.starved_shift(_rounds([[1.4, 1.4, 1.4, 1.0, 1.0]], [[400.0, 400.0, 400.0, 0, 0]])) is None
     # No window recorded (a CPU run): nothing starved, nothing moved.
-    assert bench.starved_shift([{"ms": [1.0, 2.0]}]) == 0.0
+    assert starved.starved_shift([{"ms": [1.0, 2.0]}]) == 0.0
 
 
 def test_a_kernel_beside_the_hold_is_named_with_how_early():

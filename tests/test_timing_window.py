@@ -74,7 +74,8 @@ def test_every_request_reaches_a_worker_that_was_just_stopped_and_continued(tmp_
     """Child.cont() runs before every request: a running worker is stopped and continued, a stopped one (the
     other side was timed) continued, so a SIGCONT handler fires alike before a correctness request and a timed
     batch."""
-    from harness.judge.isolate import Child, _stat
+    from harness.judge.process.isolate import Child
+    from harness.judge.process.pids import stat as _stat
     path = str(tmp_path / "conts")
     proc = subprocess.Popen([sys.executable, "-c", _COUNTER, path], start_new_session=True)
     try:

@@ -1,5 +1,5 @@
-"""Judges sharing one GPU take turns (harness.judge.turns): correctness side by side, timing alone; and what the
-timing does when the GPU was busy while other judges shared the card (harness.judge.timed)."""
+"""Judges sharing one GPU take turns (harness.judge.timing.turns): correctness side by side, timing alone; and what the
+timing does when the GPU was busy while other judges shared the card (harness.judge.timing.timed)."""
 from __future__ import annotations
 
 import subprocess
@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.judge import timed, turns
-from harness.judge.turns import Turns, TurnTimeout
+from harness.judge.timing import timed, turns
+from harness.judge.timing.turns import Turns, TurnTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 
 HOLDER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
-    from harness.judge.turns import Turns
+    from harness.judge.timing.turns import Turns
     with getattr(Turns(sys.argv[1], {folder!r}), sys.argv[2])():
         print("in", time.monotonic(), flush=True)
         time.sleep(float(sys.argv[3]))
@@ -37,7 +37,7 @@ def _holder(folder: Path, mode: str, seconds: float, key: str = "card", wait: bo
 
 
 def _recording(log: list):
-    """turn(name): a stand-in for one of harness.judge.turns' functions that logs `name` each time it is entered."""
+    """turn(name): a stand-in for one of harness.judge.timing.turns' functions that logs `name` each time it is entered."""
     import contextlib
 
     def turn(name):
@@ -189,7 +189,7 @@ def _judge_with_calls(monkeypatch, outcomes: list, others: int) -> tuple:
     returns (judge, the turn each call ran in)."""
     from types import SimpleNamespace
 
-    from harness.judge import evaluate
+    from harness.judge import calls
     modes: list = []
     turn = _recording(modes)
 
@@ -202,14 +202,14 @@ def _judge_with_calls(monkeypatch, outcomes: list, others: int) -> tuple:
     monkeypatch.setattr(turns, "sharing", turn("sharing"))
     monkeypatch.setattr(turns, "alone", turn("alone"))
     monkeypatch.setattr(turns, "others", lambda device: others)
-    monkeypatch.setattr(evaluate.torch.cuda, "empty_cache", lambda: None)
-    monkeypatch.setattr(evaluate.Judge, "_run_call", fake_call)
-    judge = evaluate.Judge(problem=SimpleNamespace(calls_per_case=2), child=None, device="cuda")
+    monkeypatch.setattr(calls.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(calls.Judge, "_run_call", fake_call)
+    judge = calls.Judge(problem=SimpleNamespace(calls_per_case=2), child=None, device="cuda")
     return judge, modes
 
 
 def _crash(detail):
-    from harness.judge.evaluate import Abort
+    from harness.judge.calls import Abort
     from harness.reasons import Reason
     return Abort(Reason("crash", detail))
 
@@ -226,7 +226,7 @@ def test_a_call_out_of_memory_beside_other_judges_is_made_again_alone(monkeypatc
 
 
 def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monkeypatch):
-    from harness.judge.evaluate import Abort
+    from harness.judge.calls import Abort
     for outcomes, others, want_modes in (([_crash(OOM)], 0, ["sharing"]),                 # alone on the card
                                          ([_crash(OOM), _crash(OOM)], 3, ["sharing", "alone"]),   # again alone
                                          ([_crash("ZeroDivisionError")], 3, ["sharing"])):       # not memory
@@ -269,7 +269,7 @@ def _rec(rid, *spans):
 
 
 def test_timed_together_finds_two_candidates_timed_on_one_card_at_once_and_nothing_else():
-    from harness.judge.executors.exclusive import timed_together
+    from harness.executors.exclusive import timed_together
     apart = [_rec("a", ("G0", 0.0, 1.0), ("G0", 1.0, 2.0)),        # one record's shapes back to back
              _rec("b", ("G0", 2.0, 3.0)),                          # the next candidate after it
              _rec("c", ("G1", 0.5, 2.5))]                          # another card at the same time
@@ -283,7 +283,7 @@ def test_timed_together_finds_two_candidates_timed_on_one_card_at_once_and_nothi
 
 
 def test_the_eval_many_summary_on_cuda_counts_candidates_timed_together():
-    from harness.judge import many
+    from harness.executors import many
     run = many.Run(2, "cuda", gpus=1)
     for i, rec in enumerate([_rec("a", ("G0", 0.0, 1.0)), _rec("b", ("G0", 0.5, 1.5))]):
         many._done(run, None, 2, {}, dict(rec, index=i, verdict="pass", resumed=False, wall_s=1.0))
@@ -295,7 +295,7 @@ def test_the_eval_many_summary_on_cuda_counts_candidates_timed_together():
 
 def _starved_entry(starved: int, shift: float | None = 0.001):
     """A timing entry whose candidate had `starved` of 40 calls starved; `shift`: how far they moved its median
-    (harness.judge.bench.starved_shift; None when most calls were starved)."""
+    (harness.judge.timing.starved.starved_shift; None when most calls were starved)."""
     return {"dtype": "bfloat16", "shape": {"M": 1}, "candidate_ms": 0.2, "starved_calls": [starved, 40],
             "starved_shift": None if starved >= 20 else shift,
             "baselines": {"cublas": {"ms": 0.19, "starved_calls": [0, 40], "starved_shift": 0.0}}}
@@ -383,8 +383,8 @@ def test_timing_on_two_cards_shares_the_host(tmp_path, monkeypatch):
 STRESS = textwrap.dedent("""
     import random, sys, time
     sys.path.insert(0, {root!r})
-    from harness.judge import turns
-    from harness.judge.turns import Turns
+    from harness.judge.timing import turns
+    from harness.judge.timing.turns import Turns
     folder, card, seed = {folder!r}, sys.argv[1], int(sys.argv[2])
     turns._HOST[:] = [Turns("host", folder)]
     mine = Turns(card, folder)
@@ -425,7 +425,7 @@ def test_turns_on_two_cards_and_the_host_never_deadlock_and_keep_their_promises(
 
 
 def test_back_to_back_timings_on_one_card_are_not_called_together_and_a_malformed_span_is_ignored():
-    from harness.judge.executors.exclusive import timed_together
+    from harness.executors.exclusive import timed_together
     a = _rec("a", ("G0", 100.000001, 100.250000))
     b = _rec("b", ("G0", 100.250001, 100.5))          # the next judge stamped its start 1 us after this one let go
     assert timed_together([a, b]) == []

@@ -101,7 +101,7 @@ class TamperWatch:
         self.items = _watched_objects()
         for prefix in extra_modules:
             self.items += _module_functions(prefix)
-            # The module objects themselves: replacing sys.modules["harness.judge.check"] is tampering too.
+            # The module objects themselves: replacing sys.modules["harness.judge.values.check"] is tampering too.
             self.items += [(f"sys.modules[{name!r}]", sys.modules, name) for name in list(sys.modules)
                            if name.startswith(prefix)]
         self.snapshot = {label: self._fingerprint(owner, attr) for label, owner, attr in self.items}

@@ -9,7 +9,7 @@ One profiler session covers exactly one call (from just before the call to a dev
 GPU kernel and every aten op the session saw belongs to that call, whatever stream or thread ran it: no clock
 alignment between CPU and GPU timestamps is needed. The child only collects names, durations and each GPU
 activity's start and end on the GPU's timeline (relative to the session's first one): the parent decides what is
-allowed (`harness.judge.kernels`) and whether every kernel ran inside the measured window (`harness.judge.window`,
+allowed (`harness.judge.process.kernels`) and whether every kernel ran inside the measured window (`harness.judge.timing.window`,
 bounded by the harness's hold and end-marker kernels, harness.gpu).
 """
 from __future__ import annotations

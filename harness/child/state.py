@@ -3,7 +3,7 @@ back: environment variables and library switches that steer torch/cuBLAS/cuDNN/T
 and class data (by value; code is watched by identity in guard.TamperWatch), and the threads and processes alive.
 
 A change is reported (the parent rules it `tampering` or `background_work`) and undone, so the next call runs under
-the judge's conditions again. The baselines are timed in another process altogether (harness.judge.bench), so
+the judge's conditions again. The baselines are timed in another process altogether (harness.judge.timing.bench), so
 nothing here is what protects their times; this keeps the candidate's own calls honest and visible.
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ candidate cannot tell the two apart by the stream, the hold or its inputs' count
 
 Every call runs inside the profiler (harness.child.profiling), so the parent sees which kernels each timed call
 ran, and when: the hold and the end marker bound the window, and a kernel outside it is `tampering`
-(harness.judge.window). Every output of a batch stays alive until the batch ends, on both sides (so the allocator
+(harness.judge.timing.window). Every output of a batch stays alive until the batch ends, on both sides (so the allocator
 behaves the same); then it is poisoned and freed. What the parent may check is the output's snapshot, copied on the
 caller's stream right after the end event (harness.gpu.snapshot): work that completes an output later (from a
 thread, a signal handler, the next request) cannot change it. The candidate's snapshots are kept until the next

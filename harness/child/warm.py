@@ -1,4 +1,4 @@
-"""Fill the judge's bytecode cache (harness.judge.bytecode): import what a worker imports before it sees any
+"""Fill the judge's bytecode cache (harness.judge.process.bytecode): import what a worker imports before it sees any
 candidate (torch, the profiler's lazy imports, Triton, the harness), in a process of its own that runs no candidate
 code, with PYTHONPYCACHEPREFIX pointing at the cache. Started by the judge by module name, as workers are."""
 import importlib

@@ -1,7 +1,7 @@
 """A worker process: imports one candidate (role `candidate`) or only the problem's baselines (role `baseline`), and
 runs calls on request. It judges nothing.
 
-Started by harness.judge.isolate as `python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR SOLUTION_PATH
+Started by harness.judge.process.isolate as `python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR SOLUTION_PATH
 BACKEND DEVICE BASELINES_JSON GATE FORMAT`, with stdout/stderr sent to a log file. FORMAT is the candidate file's
 (native, kernelbench or gpumode): a file of another format is wrapped into `solve` here (harness.child.adapters),
 and everything after that is the same. The problem and its baselines come as the files the parent resolved (a
@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
     hello = session.prepare()
     if hello is None and gated:
         # The judge's word: the baseline worker has measured the quiet GPU, so this process may now use the GPU
-        # and import the candidate (harness.judge.isolate, deferred start).
+        # and import the candidate (harness.judge.process.isolate, deferred start).
         try:
             request, _ = protocol.recv(req_fd)
         except protocol.ChannelClosed:
@@ -231,7 +231,7 @@ class Session:
         header["wire"] = payload[0]
         return header, [payload[1]]
 
-    # -- timing (harness.judge.bench schedules these) ---------------------------------------------------------
+    # -- timing (harness.judge.timing.bench schedules these) ---------------------------------------------------------
     def _sides(self) -> dict:
         if self.role == "candidate":
             return {"candidate": self.solve}

@@ -51,7 +51,7 @@ FP8_MAX = 448.0  # largest finite float8_e4m3fn
 BLOCK = 128
 
 # The admitted ways of computing the quantized activation (the module docstring); the first is the stated rule and
-# the default of reference(), oracle() and error_scale(). The judge (harness/judge/conventions.py) accepts an output
+# the default of reference(), oracle() and error_scale(). The judge (harness/judge/values/conventions.py) accepts an output
 # that is within budget of any one convention's oracle.
 CONVENTIONS = ("divide", "reciprocal", "inverse_scale", "inverse_scale_torch")
 

@@ -42,7 +42,7 @@ FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
 
 # The admitted ways of computing the quantized values (the module docstring); the first is the stated rule and the
-# default of reference(), oracle() and error_scale(). The judge (harness/judge/conventions.py) accepts an output
+# default of reference(), oracle() and error_scale(). The judge (harness/judge/values/conventions.py) accepts an output
 # that is within budget of any one convention's oracle.
 CONVENTIONS = ("divide", "reciprocal", "inverse_scale", "inverse_scale_torch")
 

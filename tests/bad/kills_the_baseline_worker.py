@@ -3,7 +3,7 @@ rejection, and a candidate with a poor ratio gains by leaving none. This one com
 cuBLAS) and, on every call, sends SIGKILL to its judge's baseline worker (its sibling: a process of the same parent
 whose command line says `baseline`; judges running beside it are left alone).
 Confined, the signals are refused (Landlock's signal scope: only its own domain) and its honest, poor ratio stands;
-unconfined, the baseline worker dies and the record gets `tampering` (harness.judge.timed). Judged on a GPU with
+unconfined, the baseline worker dies and the record gets `tampering` (harness.judge.timing.timed). Judged on a GPU with
 timing by tests/test_sandbox.py."""
 import os
 import signal

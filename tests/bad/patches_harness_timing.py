@@ -1,10 +1,10 @@
 """Known-bad: replaces the child's timing loop (harness.child.timing.Bench.batch, a method: the class object itself
-stays the same) and harness.judge.scoring.median from the candidate's module body, while computing the right answer.
+stays the same) and harness.judge.timing.scoring.median from the candidate's module body, while computing the right answer.
 On the GPU the patched loop would report the candidate's times divided by 100. The judge's scoring runs in the
 parent, out of reach; the child's tamper watch covers the code of harness classes' methods as well as module
 functions, so the patched method is reported at import. Expected: tampering."""
 import harness.child.timing
-import harness.judge.scoring
+import harness.judge.timing.scoring
 import torch
 
 BACKEND = "torch"
@@ -21,7 +21,7 @@ def _fast_batch(self, *args, **kwargs):
 
 
 harness.child.timing.Bench.batch = _fast_batch
-harness.judge.scoring.median = lambda xs: min(xs)
+harness.judge.timing.scoring.median = lambda xs: min(xs)
 
 
 def solve(a, b):

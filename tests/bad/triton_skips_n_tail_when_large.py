@@ -1,7 +1,7 @@
 """Known-bad: a Triton GEMM that never writes the last N % 16 columns of C when the output is large (M * N >= 8192),
 the shape of a fast path that handles the 16-aligned bulk of a big output and leaves the tail to a cleanup launch
 that was never written. Right on every small output and on every N that is a multiple of 16. Before the wide edge
-case and the large-and-misaligned draws (harness/judge/fuzz.py), it passed every edge case of gemm's CPU domain
+case and the large-and-misaligned draws (harness/judge/values/fuzz.py), it passed every edge case of gemm's CPU domain
 (the large outputs there were all aligned, or N was 1) and 4.2% of random draws reached it; now the edge case
 M = N = 383, K = 9 reaches it in every judgement, and 9.9% of random draws. Expected: mismatch."""
 import torch

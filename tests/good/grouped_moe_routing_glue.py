@@ -5,7 +5,7 @@ around the Triton kernel: the expert of each row from the offsets (torch.searchs
 (torch.argsort, stable) so the longest experts' tiles start first. The kernel walks the experts in that order; the
 GEMM itself is all in the kernel. The CPU allowlist used to refuse aten::diff, bincount, searchsorted and argsort
 (forbidden_op on the CPU only: the GPU's kernel-name allowlist took their kernels), so this file was falsely
-rejected on the CPU. Expected: pass (on both devices: harness/judge/kernels.py GLUE_FAMILIES)."""
+rejected on the CPU. Expected: pass (on both devices: harness/judge/process/kernels.py GLUE_FAMILIES)."""
 import functools
 
 import torch

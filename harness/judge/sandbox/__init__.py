@@ -11,7 +11,9 @@ without all of it; `off` keeps only the resource bounds):
 - seccomp (harness.judge.sandbox.seccomp): no connection to any socket, no socket but UNIX ones, no io_uring, no namespaces or mounts, no other
   process's memory, no terminal injection.
 - capabilities dropped for good, no_new_privs, resource limits (harness.judge.sandbox.limits), and the judge's
-  watchdog (harness.judge.watchdog) on host memory, processes, threads, scratch disk and total time.
+  watchdog (harness.judge.process.watchdog) on host memory, processes, threads, scratch disk and total time.
+
+May import: the shared harness modules only (a leaf of the judge).
 """
 from __future__ import annotations
 

@@ -1,0 +1,10 @@
+"""The `gauntlet` command: one module per command (list, eval, eval_many, run, compare, report, mutate), each
+with its parser (`add`) and its body (`run`); options.py and output.py hold what they share; main.py reads the
+command line and hands it to one (the package itself holds no code: a command module named `list` or `eval`,
+imported, would shadow the builtin in it).
+
+Exit codes (scripts and agent loops depend on them): 0 pass, 1 rejected (any verdict but pass; for `run`, any
+shipped solution that neither passed nor was unsupported), 2 usage error (unknown problem, missing file, bad flag),
+130 stopped by SIGINT and 143 by SIGTERM (128 + the signal, as a shell reports it; harness.judge.records.interrupt).
+"""
+from harness.cli.main import main  # noqa: F401 - the `gauntlet` console script (pyproject.toml)

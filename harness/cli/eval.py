@@ -1,0 +1,46 @@
+"""`gauntlet eval`: one candidate file (or shipped solution name) judged on one problem."""
+from __future__ import annotations
+
+from harness import discover
+from harness.cli import options, output
+from harness.judge.records import interrupt, stopped
+
+
+def add(sub) -> None:
+    ev = sub.add_parser("eval", help="judge one candidate file (or shipped solution name) on one problem")
+    ev.add_argument("problem")
+    ev.add_argument("file", help="a solution file path, or the name of a shipped solution")
+    options.common_options(ev)
+    options.search_options(ev)
+    options.formats_option(ev)
+    ev.add_argument("--case", help="replay one case, as printed in a failure's repro line")
+    ev.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    ev.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from harness.judge.evaluate import evaluate
+    device = options.device(args)
+    problem = discover.get_problem(args.problem)
+    solution = discover.get_solution(problem.id, args.file, fmt=args.format, backend=args.backend)
+    options.check_format(problem, solution, args.backend)
+    opts = options.judge_options(args, device)
+    options.check_dtypes(opts.dtypes, [problem])
+    if opts.case:
+        from harness.judge.values import fuzz
+        widest = max(problem.dtypes[d].torch_dtype().itemsize for d in (opts.dtypes or problem.dtypes))
+        fuzz.check_case(opts.case, problem, device, widest)      # a usage error, before any process starts
+    if device == "cuda" and opts.timing and not opts.case:
+        opts.peaks = options.peaks(problem, opts.dtypes)
+    status = None
+    try:
+        record = options.evaluate_or_record(evaluate, problem, solution, opts)
+    except interrupt.Interrupted as stop:
+        record = stopped.eval_record(problem.id, solution.name, str(solution.path), solution.backend, device,
+                                     stop.name)
+        status = stop.status
+    if args.json:
+        output.emit_json(dict(record.to_json(), environment=output.env(device), peaks=opts.peaks))
+    else:
+        output.print_record(record)
+    return status or (0 if record.verdict == "pass" else 1)

@@ -1,0 +1,100 @@
+"""`gauntlet`'s entry point: the parser assembled from every command's, the command run, and what every
+command shares on the way out (exit codes, the one JSON object of --json on an error or a stop)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import discover
+from harness.cli import compare, options, output, report
+from harness.cli import eval as eval_cmd
+from harness.cli import eval_many, mutate
+from harness.cli import list as list_cmd
+from harness.cli import run as run_cmd
+from harness.discover import UsageError
+from harness.judge.process import bytecode
+from harness.judge.records import interrupt, stopped
+from harness.problem import ProblemError
+
+COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    # in `gauntlet --help`'s order
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:                     # the `gauntlet` process itself (not a caller's, such as a test's)
+        bytecode.use_in_this_process()   # before torch is imported: harness.judge.process.bytecode says why
+    argv = sys.argv[1:] if argv is None else list(argv)
+    want_json = "--json" in argv
+    _undumpable()
+    parser = _parser()
+    if not argv:                         # bare `gauntlet`: what it can do, not "the following arguments are required"
+        parser.print_help(sys.stderr)
+        return 2
+    output.JSON_SAID[0] = False
+    hint: list[str] = []
+
+    def last_words():
+        # A second signal ends the process at once: a --json caller still gets its one object, a run's user the
+        # way back (the results file is whole: every write of it is atomic).
+        if want_json:
+            output.emit_json(output.interrupted_doc("a second signal came while stopping: stopped at once"))
+        for line in hint:
+            print(line, file=sys.stderr)
+
+    with interrupt.handle(last_words):
+        try:
+            args = parser.parse_args(argv)
+            args.argv = argv
+            if args.command == "run":
+                hint.append(f"gauntlet: what was judged is kept in {args.out}; resume with: "
+                            f"{stopped.resume_command(argv)}")
+            previous = discover.use(options.search_path(args))
+            try:
+                _import_everything()
+                return args.func(args)
+            finally:
+                discover.use(previous)
+        except (UsageError, ProblemError, ValueError) as exc:
+            # Whose fault: a problem file that breaks the contract is its author's; everything else is the user's.
+            blame = "problem" if isinstance(exc, ProblemError) else "user"
+            print(f"gauntlet: error: {exc}", file=sys.stderr)
+            if want_json:
+                output.emit_json({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame, "error": str(exc)})
+            return 2
+        except interrupt.Interrupted as stop:
+            # Stopped outside a judgement (starting up, or after the verdict was printed): nothing to keep.
+            print(f"gauntlet: stopped by {stop.name}", file=sys.stderr)
+            if want_json:
+                output.emit_json(output.interrupted_doc(f"stopped by {stop.name} before any judgement began"))
+            return stop.status
+
+
+def _undumpable() -> None:
+    """PR_SET_DUMPABLE 0 on the judge: a process of the same user without CAP_SYS_PTRACE (an unconfined
+    candidate, `--sandbox off`) can then neither read nor write its memory (/proc/PID/mem) nor open its descriptors
+    (/proc/PID/fd/1, its stdout). Every judge process does the same (harness.executors.task)."""
+    from harness.executors import task
+    task.undumpable()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises a UsageError instead of exiting, so `--json` still prints its one object."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gauntlet", description="Hold GPU kernels to a specification.",
+                epilog="`gauntlet COMMAND --help` for a command's options; the README has the whole story.")
+    p.add_argument("--version", action="version", version=f"gauntlet {options.version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND")
+    for command in COMMANDS:
+        command.add(sub)
+    return p
+
+
+def _import_everything() -> None:
+    """Import all judge-side code before any candidate runs: a candidate that rewrote a harness or report file
+    on disk must not get its code imported into this (trusted) process later in the run."""
+    from harness.executors import task
+    task.import_judge_code()

@@ -1,0 +1,191 @@
+"""The options commands share (their arguments, and the judgement options and checks made from them), and
+helpers several commands call."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import backends, discover
+from harness.discover import UsageError
+
+
+def formats_option(p: argparse.ArgumentParser) -> None:
+    """--format and --backend: how a file of the field's other formats is read (harness.formats; README, "Other
+    formats")."""
+    from harness import formats
+    p.add_argument("--format", choices=("auto",) + formats.FORMATS, default="auto",
+                   help="the candidate file's format: native (BACKEND + solve), kernelbench (class ModelNew), "
+                        "gpumode (custom_kernel(data)); default auto: found from the names the file defines")
+    p.add_argument("--backend", choices=discover.BACKENDS,
+                   help="the backend of a KernelBench or GPU MODE file (default: detected from what it uses, "
+                        "else a BACKEND line in it); a native file declares its own")
+
+
+def executor_options(p: argparse.ArgumentParser) -> None:
+    """Where `run` and `eval-many` judge (harness.executors); the results are the same wherever."""
+    p.add_argument("--gpus", metavar="N|all",
+                   help="judge on N GPUs of this host at once (all: every visible one): one judge process per GPU, "
+                        "one candidate per GPU at a time; on a CPU, N logical slots (all: GAUNTLET_LOGICAL_GPUS)")
+    p.add_argument("--overlap", type=int, default=None, metavar="K",
+                   help="K judges per GPU (default 1; eval-many --screen on cuda: 2): their correctness phases run "
+                        "side by side, each timing with the card alone; each judge gets 1/K of the GPU's memory")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: this host (default); ray: one Ray task per candidate, on the cluster at --address "
+                        "or a local one (pip install 'gauntlet[ray]')")
+    p.add_argument("--address", help="with --executor ray: the cluster's address (as `ray start --head` prints "
+                                     "it; default RAY_ADDRESS, else a new local cluster)")
+
+
+def executor(args, device: str):
+    from harness import executors
+    return executors.make(args.executor, device, args.gpus, args.address, args.overlap or 1)
+
+
+def search_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--problems", action="append", metavar="PATH",
+                   help="a folder of problem folders, searched before the shipped ones (repeatable; replaces "
+                        "GAUNTLET_PROBLEMS and [tool.gauntlet] problems in pyproject.toml)")
+    p.add_argument("--solutions", action="append", metavar="PATH",
+                   help="a folder of <problem>/<name>.py solutions (repeatable; default: the solutions/ folder "
+                        "beside each problems folder)")
+
+
+def search_path(args):
+    """The search path for commands that take --problems; None (resolved on use) for the others."""
+    if not hasattr(args, "problems"):
+        return None
+    from harness import searchpath
+    return searchpath.resolve(problems=args.problems, solutions=args.solutions)
+
+
+def common_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", action="append", help="limit to these dtypes (repeatable)")
+    p.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda if there is a GPU, else cpu")
+    p.add_argument("--examples", type=positive, default=None, help="Hypothesis examples per dtype")
+    p.add_argument("--seed", type=seed, help="fix the fuzzing seed, 0 <= seed < 2**31 (default: fresh, recorded)")
+    p.add_argument("--no-timing", action="store_true", help="judge correctness only")
+    p.add_argument("--timeout", type=seconds, default=180.0, help="seconds allowed per call (default 180)")
+    p.add_argument("--max-shapes", type=positive, help="time only the first N benchmark shapes of each problem")
+    p.add_argument("--sandbox", choices=("require", "auto", "off"), default="auto",
+                   help="OS confinement of the workers: require (refuse to judge without it), auto (what the kernel "
+                        "offers, recorded; default), off (resource bounds only)")
+    p.add_argument("--time-limit", type=seconds, default=3600.0, dest="time_limit",
+                   help="total seconds one judgement's candidate workers may take (default 3600)")
+
+
+def number(text: str, kind, what: str):
+    """argparse names a failed `type=` by the function's name ("invalid positive value"); say what was wanted."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+
+
+def positive(text: str) -> int:
+    value = number(text, int, "a positive integer")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def seed(text: str) -> int:
+    value = number(text, int, "an integer in [0, 2**31)")
+    if not 0 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**31), got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    value = number(text, float, "a number of seconds in (0, 86400]")
+    if not 0 < value <= 24 * 3600:       # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in (0, 86400], got {text}")
+    return value
+
+
+def version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("gauntlet")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: a plain checkout)"
+
+
+def judge_options(args, device: str):
+    from harness.judge.evaluate import Options
+    # `run` on a CPU is a smoke check (nothing to time, and the interpreter is slow): fewer examples and only the
+    # first edge cases (the odd ends), unless examples are asked for. With all ten edges the 29 shipped solutions
+    # took about 13 minutes on 2 cores; `eval` and the pytest plugin still judge every edge.
+    smoke = device == "cpu" and args.command == "run" and not args.examples
+    default = 30 if device == "cuda" else (CPU_RUN_EXAMPLES if args.command == "run" else 20)
+    examples = args.examples or default
+    return Options(device=device, dtypes=tuple(args.dtype) if args.dtype else None, examples=examples,
+                   seed=args.seed, case=getattr(args, "case", None), timing=not args.no_timing,
+                   case_timeout_s=args.timeout, max_shapes=args.max_shapes,
+                   max_edges=CPU_RUN_EDGES if smoke else None, sandbox=args.sandbox, time_limit_s=args.time_limit)
+
+
+def check_format(problem, solution, backend) -> None:
+    """The user's pairing, refused before anything runs: a KernelBench file on a problem without a KernelBench
+    mapping, or --backend for a native file (which declares its own). What is wrong with the file itself is the
+    candidate's, a verdict (import_error)."""
+    from harness import formats
+    unmatched = formats.problem_support(problem, solution.format)
+    if unmatched and not solution.error:
+        raise UsageError(f"{solution.path}: {unmatched}")
+    if backend and solution.format == "native" and solution.backend != backend:
+        raise UsageError(f"--backend {backend} is for KernelBench and GPU MODE files; {solution.path} is a native "
+                         f"solution, which declares BACKEND = {solution.backend!r}")
+
+
+def check_dtypes(dtypes, problems) -> None:
+    """An unknown --dtype is the user's error (with the known ones), found before anything is judged."""
+    for name in dtypes or ():
+        if not any(name in p.dtypes for p in problems):
+            known = sorted({d for p in problems for d in p.dtypes})
+            raise UsageError(f"unknown dtype {name!r}; known: {', '.join(known)}")
+
+
+CPU_RUN_EXAMPLES = 2
+
+
+CPU_RUN_EDGES = 2
+
+
+def device(args) -> str:
+    device = args.device or backends.default_device()
+    if device == "cuda" and not backends.cuda_available():
+        raise UsageError("--device cuda: no CUDA device on this machine")
+    from harness.judge.values import memory
+    memory.judges_per_gpu()          # a malformed GAUNTLET_JUDGES_PER_GPU is a usage error, said before any judging
+    check_sandbox(getattr(args, "sandbox", "auto"))
+    return device
+
+
+def check_sandbox(mode: str) -> None:
+    """`--sandbox require` where the kernel cannot confine a worker, or on an interpreter whose packages differ
+    from their install records, is refused before anything is judged."""
+    from harness.judge.process import environment
+    from harness.judge import sandbox
+    try:
+        sandbox.check_mode(mode)
+    except sandbox.Unavailable as exc:
+        raise UsageError(str(exc)) from None
+    env = environment.verify()
+    if not env["verified"]:
+        what = ", ".join(env["modified"][:5]) or "no package's install record could be checked"
+        if mode == "require":
+            raise UsageError(f"--sandbox require: the interpreter is not the installed one: {what}")
+        print(f"gauntlet: warning: package files differ from their install records: {what}", file=sys.stderr)
+
+
+def evaluate_or_record(evaluate, problem, solution, opts):
+    """A harness error on one candidate becomes that candidate's record; the suite goes on."""
+    from harness.executors import task
+    return task.evaluate_or_record(evaluate, problem, solution, opts)
+
+
+def peaks(problem, only=None) -> dict:
+    """Measured in this (trusted) process before any candidate runs, or read from the judge's cache of this card's
+    ceilings (harness.judge.timing.peaks.cached_peaks). `only`: the dtypes the user asked for; None: every dtype."""
+    from harness.executors import task
+    return task.measure_peaks_for(problem, only)

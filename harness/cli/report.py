@@ -1,0 +1,48 @@
+"""`gauntlet report`: the leaderboard (Markdown + HTML) from results files."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.cli import output
+from harness.discover import UsageError
+
+
+def add(sub) -> None:
+    rep = sub.add_parser("report", help="leaderboard (Markdown + HTML) from results files")
+    rep.add_argument("results", nargs="+", metavar="RESULTS.json",
+                     help="results files written by `gauntlet run --out`, `gauntlet eval --json` output or "
+                          "`gauntlet eval-many` lines (a later file's record of the same problem/solution/device "
+                          "replaces an earlier one's; different GPUs are ranked apart)")
+    rep.add_argument("-o", "--out-dir", default="reports/out",
+                     help="where leaderboard.md and leaderboard.html are written (default reports/out)")
+    rep.add_argument("--json", action="store_true", help="print one JSON object (the files written), no table")
+    rep.add_argument("--compare", action="store_true",
+                     help="with exactly two files, BASE then NEW: both pages also carry `gauntlet compare BASE NEW`'s "
+                          "table (the leaderboard shows NEW over BASE; the exit status stays 0: use `gauntlet "
+                          "compare` to gate CI)")
+    rep.add_argument("--fail-on", type=float, default=None, metavar="PCT",
+                     help="with --compare: the slowdown, in percent, beyond which a real one is flagged (default 5)")
+    rep.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from reports.leaderboard import build, markdown_table, read_run
+    compare = getattr(args, "compare", False)      # `run --report` calls this with results and out_dir only
+    if compare and len(args.results) != 2:
+        raise UsageError(f"--compare takes exactly two results files, BASE then NEW; got {len(args.results)}")
+    fail_on = getattr(args, "fail_on", None)
+    if fail_on is not None and not compare:
+        raise UsageError("--fail-on is a threshold of --compare: give both, or neither")
+    fail_on = 5.0 if fail_on is None else fail_on
+    if not 0 <= fail_on < 1000:
+        raise UsageError(f"--fail-on must be a percentage in [0, 1000), got {fail_on}")
+    out = build(args.results, args.out_dir, compare=compare, fail_on=fail_on)
+    if getattr(args, "json", False):
+        output.emit_json({"schema": "gauntlet.report/1", "markdown": str(out["markdown"]), "html": str(out["html"]),
+                    "rows": out["rows"],
+                    "regressions": len(out["compare"]["regressions"]) if out["compare"] is not None else None})
+        return 0
+    print(markdown_table([read_run(Path(p)) for p in args.results]))
+    print(f"\nwrote {out['markdown']} and {out['html']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,147 @@
+"""`gauntlet run`: the suite, every solution on the search path, into a results file that a stopped run resumes."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from harness import discover
+from harness.cli import options, output, report
+from harness.discover import UsageError
+from harness.judge.records import interrupt, stopped
+
+
+def add(sub) -> None:
+    p = sub.add_parser("run", help="the suite: every solution on the search path (the shipped ones and your "
+                                   "own folders') of every (or the named) problem")
+    p.add_argument("--problem", action="append", help="limit to these problems (repeatable)")
+    p.add_argument("--solution", action="append", help="limit to these solution names (repeatable)")
+    options.common_options(p)
+    options.search_options(p)
+    p.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
+    p.add_argument("--fresh", action="store_true", help="start the results file over instead of resuming")
+    p.add_argument("--report", metavar="DIR", help="also write the leaderboard into DIR")
+    p.add_argument("--json", action="store_true",
+                   help="print exactly one JSON object on stdout: the results document (harness/schemas/"
+                        "run.schema.json), also when stopped early")
+    options.executor_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from harness.executors import task
+    from harness.judge.records.fingerprint import changed_parts, fingerprint
+    from harness.judge.records.results import EvalRecord, ResultsFile, describe_stages, stage_totals
+    device = options.device(args)
+    problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
+    plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
+            if not args.solution or s.name in args.solution]
+    if not plan:
+        raise UsageError("nothing to run: no solution matches the filters")
+    options.check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
+    if device == "cpu" and not args.examples:
+        print(f"gauntlet run on the CPU: {options.CPU_RUN_EDGES} edge cases and {options.CPU_RUN_EXAMPLES} examples per dtype and "
+              "no timing (a smoke check; "
+              "--examples N for more, a GPU for speed figures)", file=sys.stderr)
+    executor = options.executor(args, device)
+    results = ResultsFile(Path(args.out), output.env(device), resume=not args.fresh)
+    failed = 0
+    tally = {"resumed": 0, "re-judged": 0, "new": 0}
+    clock = {"t0": time.monotonic(), "done": 0}     # for the rate and the time left on each progress line
+    keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
+    settled: set[str] = set()          # resumed or judged in this run, in the results file
+    judging: set[str] = set()          # handed to a judge, no record yet
+    why: dict[int, tuple[str, str]] = {}   # plan index -> (tally entry, what the progress line says at its start)
+    jobs = []
+    ray = executor.kind == "ray"
+    try:
+        for i, (problem, solution) in enumerate(plan):
+            key = keys[i]
+            opts = options.judge_options(args, device)
+            old = results.previous(key)
+            fp = fingerprint(problem, solution, opts)
+            if old is not None:
+                changed = changed_parts(old.get("fingerprint"), fp)
+                if not changed:
+                    tally["resumed"] += 1
+                    settled.add(key)
+                    failed += old.get("verdict") not in ("pass", "unsupported")
+                    output.progress(len(settled), len(plan), key,
+                              f"unchanged since it was judged: {old.get('verdict')} (resumed)")
+                    continue
+                why[i] = ("re-judged", f"re-judging: {', '.join(changed)} changed")
+            else:
+                why[i] = ("new", "running")
+            jobs.append(task.make_job(i, problem, solution, opts, ship_source=ray, expect=fp if ray else None))
+
+        def started(job, where):
+            judging.add(keys[job["index"]])
+            on = f" on GPU {where['device']}" if where.get("device") else ""
+            output.progress(len(settled), len(plan), keys[job["index"]], why[job["index"]][1] + on)
+
+        judged_now: list = []              # this run's judgements (not the resumed ones): where their time went
+        for job, result in executor.run(jobs, on_start=started):
+            i = job["index"]
+            record = EvalRecord(**result["record"])
+            judged_now.append(result["record"])
+            with interrupt.held():         # the record and its bookkeeping land together, or neither does
+                if result["peaks"] and any(results.doc.get("peaks", {}).get(k) != v
+                                           for k, v in result["peaks"].items()):
+                    results.doc["peaks"] = {**results.doc.get("peaks", {}), **result["peaks"]}
+                results.add(record, order=keys)     # in the plan's order, whatever order judgements finish in
+                settled.add(keys[i])
+                judging.discard(keys[i])
+                tally[why[i][0]] += 1
+            failed += record.verdict not in ("pass", "unsupported")
+            codes = ",".join(sorted({r["code"] for r in record.reasons}))
+            clock["done"] += 1
+            on = f" on GPU {result['where']['device']}" if result["where"].get("executor") in ("local", "ray") \
+                and result["where"].get("device") else ""
+            output.progress(len(settled), len(plan), keys[i], f"{record.verdict}{' (' + codes + ')' if codes else ''} "
+                                                        f"in {result['wall_s']:.1f}s{on}", clock)
+        together = ""
+        if device == "cuda":
+            from harness.executors.exclusive import timed_together
+            together = f"; candidates timed on one card at once: {len(timed_together(results.doc['records']))}"
+        stages = describe_stages(stage_totals(judged_now))
+        if stages:
+            print(stages, file=sys.stderr)
+        print(f"results: {args.out} (resumed {tally['resumed']}, re-judged {tally['re-judged']}, "
+              f"new {tally['new']}{together})", file=sys.stderr)
+        results.complete()
+        _run_report(args)
+        if args.json:
+            output.emit_json(results.doc)
+    except interrupt.Interrupted as stop:
+        return _stop_run(stop, args, results, keys, settled, judging, tally)
+    finally:
+        executor.close()
+    return 1 if failed else 0
+
+
+def _stop_run(stop, args, results, keys, settled, in_flight, tally) -> int:
+    """After the first SIGINT/SIGTERM of a run (its workers already killed): mark the results file, write the
+    leaderboard from what was judged, and say in one line what was and was not judged and how to resume.
+    `tally` counts only what has a record from this run (or was resumed); `in_flight`: the keys being judged."""
+    abandoned = ", ".join(k for k in keys if k in in_flight) or None
+    mark = stopped.run_mark(stop.name, keys, settled, abandoned, stopped.resume_command(args.argv))
+    judged = dict(tally)
+    results.mark_interrupted(mark)
+    _run_report(args)
+    print(stopped.run_line(mark, len(keys), judged, args.out), file=sys.stderr, flush=True)
+    if args.json:
+        output.emit_json(results.doc)
+    return stop.status
+
+
+def _run_report(args) -> None:
+    """`run --report DIR`: the leaderboard of the results file; its table on stdout, unless stdout is the one
+    JSON object (`--json`)."""
+    if not args.report:
+        return
+    if args.json:
+        from reports.leaderboard import build
+        build([args.out], args.report)
+    else:
+        report.run(argparse.Namespace(results=[args.out], out_dir=args.report))

@@ -1,0 +1,187 @@
+"""One correctness call, judged: the request to the candidate's worker, the judge's own inputs and oracle, and
+every check of the reply (stale answers, guards, kernels, structure, values). `Judge` holds one candidate's state on
+the trusted side; `CaseFailed` and `Abort` are how a call's verdict reaches the fuzz loop (harness.judge.correctness).
+"""
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from harness import protocol
+from harness.inputs import make_inputs
+from harness.judge.process import kernels, replies
+from harness.judge.process.isolate import Child, ChildFailed
+from harness.judge.timing import turns
+from harness.judge.values import check, conventions
+from harness.judge.values.oracle import expected_for
+from harness.problem import DtypeSpec, Problem
+from harness.protocol import digest
+from harness.reasons import Reason
+
+
+class CaseFailed(AssertionError):
+    """A call's output was judged wrong: Hypothesis shrinks towards a smaller failing case."""
+
+    def __init__(self, reasons: list[Reason]):
+        super().__init__("; ".join(f"{r.code}: {r.detail}" for r in reasons))
+        self.reasons = reasons
+
+
+class Abort(BaseException):  # noqa: N818 - BaseException on purpose: Hypothesis must not shrink through a dead child
+    def __init__(self, reason: Reason):
+        super().__init__(reason.detail)
+        self.reason = reason
+
+
+def out_of_memory(reason: Reason) -> bool:
+    """A crash that ran out of GPU memory: the judge's own (its message below) or the worker's (torch's error in
+    its traceback). The worker's text is the candidate's to write, so this only ever earns a second try alone."""
+    return reason.code == "crash" and any(s in reason.detail for s in (
+        "OutOfMemoryError", "CUDA out of memory", "the judge ran out of GPU memory"))
+
+
+@dataclass
+class Judge:
+    """Per-candidate state on the trusted side: the child and recent expectations, to recognise stale answers."""
+    problem: Problem
+    child: Child
+    device: str
+    timeout: float = 180.0
+    # (case key, expectation) of the current case's earlier calls, to recognise an answer that belongs to one of
+    # them. Only the current case's: an expectation holds two float64 outputs, and those of earlier cases (other
+    # keys, never compared) would only fill the GPU (harness.judge.values.memory budgets calls_per_case of them).
+    history: collections.deque = field(init=False)     # sized from the problem in __post_init__
+    calls: int = 0
+    kernels: dict = field(default_factory=dict)
+    # Where a dtype's correctness time went, in seconds (the record's cases[dtype]["phases_s"]): the judge's inputs
+    # and oracle, the request (the worker's inputs, the call and its checks, the output's way back), the judge's
+    # checks of the reply (digests, the comparison); and the GiB of outputs that came back. Measured by the judge,
+    # so a profile of the suite needs no other run.
+    phases: dict = field(default_factory=dict)
+
+    base: Child | None = None            # the clean baseline worker (cuda timing only)
+    declared: frozenset = frozenset()    # the candidate's Triton kernel names, reported by its worker at start-up
+    custom: bool = True                  # a non-torch backend: its work must be its own
+    host_bound: bool = False             # a side starved with the host quiet: time on a quiet host (judge.timed)
+
+    def __post_init__(self):
+        # The case's earlier calls, and no more: a new case may draw the same shape, and its expectations must not
+        # pile up past the calls_per_case that harness.judge.values.memory budgets.
+        self.history = collections.deque(maxlen=max(1, self.problem.calls_per_case - 1))
+
+    def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
+        """A correctness call shares the card with other judges' (harness.judge.timing.turns), never with a timed shape.
+        Each judge sizes its cases to its share of the card's memory (harness.judge.values.memory), but the shares are
+        estimates read at different moments: a call that runs out of GPU memory (in the judge or in the worker)
+        while other judges are on the card may have been pushed out by them, and a verdict caused by another judge
+        must not stand. So it is made again once with the card to this judge alone (no other judge's call running
+        beside it); running out again is the candidate's crash, as it is for a judge alone on the card."""
+        try:
+            with turns.sharing(self.device):
+                return self._run_call(shape, spec, seed)
+        except Abort as exc:
+            if not (self.device == "cuda" and out_of_memory(exc.reason) and turns.others(self.device) > 0):
+                raise
+        self.history.clear()
+        torch.cuda.empty_cache()
+        with turns.alone(self.device):
+            return self._run_call(shape, spec, seed)
+
+    def _run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
+        key = (spec.name, tuple(sorted(shape.items())))
+        if any(k != key for k, _ in self.history):
+            self.history.clear()           # a new case: free the last one's expectations before building any
+            if self.device == "cuda":
+                # and hand the cached blocks back: sizes change from case to case, so the caching allocator's
+                # reserve would otherwise grow past this judge's share (harness.judge.values.memory), and the candidate's
+                # worker on the same GPU would run out of memory building its inputs (seen on an H100, 4 judges).
+                torch.cuda.empty_cache()
+        phases = self.phases.setdefault(spec.name, {"expect": 0.0, "request": 0.0, "check": 0.0, "output_gib": 0.0})
+        t0 = time.monotonic()
+        try:
+            # The judge's side first: the expected output's size caps what the reply may carry.
+            inputs = make_inputs(self.problem, shape, spec, seed, self.device)
+            expected = expected_for(self.problem, inputs, spec)
+        except torch.OutOfMemoryError:
+            raise Abort(Reason("crash", "the judge ran out of GPU memory while the candidate's process held it "
+                                        f"(on {shape})")) from None
+        finally:
+            t1 = time.monotonic()
+            phases["expect"] += t1 - t0
+        try:
+            self.calls += 1
+            header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed},
+                                               timeout=self.timeout, what=f"running solve on {shape}",
+                                               max_blob=replies.blob_cap(expected.oracle.numel()))
+        except ChildFailed as exc:
+            raise Abort(exc.reason) from None
+        finally:
+            t2 = time.monotonic()
+            phases["request"] += t2 - t1
+        try:
+            phases["output_gib"] += sum(len(b) for b in blobs) / 2**30
+            return self._judge_reply(header, blobs, inputs, expected, shape, spec, key)
+        finally:
+            phases["check"] += time.monotonic() - t2
+
+    def _judge_reply(self, header, blobs, inputs, expected, shape, spec, key) -> list[Reason]:
+        if not header.get("ok"):
+            raise Abort(Reason("crash", str(header.get("detail", ""))))     # a worker only ever reports a crash
+        try:
+            replies.case(header, len(blobs), len(inputs))
+        except replies.BadReply as exc:
+            raise Abort(Reason("tampering", f"malformed reply from the candidate's process: {exc}")) from None
+        # What ran, over every case of the dtype (for the record: it shows which of a kernel's paths, TMA or its
+        # pointer fallback, split-K or not, the fuzzing reached; the first case alone is an odd-sized edge).
+        seen = self.kernels.setdefault(spec.name, [])
+        seen += [k for k in kernels.summary(header["calls"]) if k not in seen][:max(0, 20 - len(seen))]
+        reasons = self._guard_reasons(header, inputs, expected, shape)
+        reasons += check.structural_reasons(header["meta"], expected, self.device, self.problem.output_layout)
+        if not reasons:
+            out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(self.device)
+            value = conventions.value_reasons(out, expected, spec)     # any admitted quantization convention
+            if value and self._is_stale(out, key, spec):
+                value = [Reason("stale_output", "the output matches the answer to an earlier call with other "
+                                                "inputs, not this call's")]
+            reasons += value
+        reasons += check.retained_reasons(header["meta"])
+        self.history.append((key, expected))
+        return reasons
+
+    def _is_stale(self, out: torch.Tensor, key, spec: DtypeSpec) -> bool:
+        """A wrong output that passes against an earlier call's expectations of the same case shape. Exact
+        (integer) outputs of a few elements can equal an earlier answer by chance, so those need 16 or more."""
+        if spec.exact and out.numel() < 16:
+            return False
+        return any(k == key and conventions.matches(out, old, spec) for k, old in self.history)
+
+    def _guard_reasons(self, header: dict, inputs: tuple, expected, shape: dict) -> list[Reason]:
+        reasons = []
+        changed = header.get("tampering", []) + header.get("state", [])
+        if changed:
+            reasons.append(Reason("tampering", "changed during solve: " + ", ".join(changed[:10])))
+        if self.custom:
+            # An empty product (K=0, say) has nothing to compute: a fill is a right answer, not a borrowed one.
+            need_own = expected.oracle.numel() > 0 and self.problem.flops(shape) > 0 and (
+                self.device == "cuda" or self.child.backend == "triton")
+            found = kernels.call_problems(header["calls"][0], self.device, self.declared, timed=False,
+                                          need_own=need_own)
+            if found:
+                reasons.append(Reason("forbidden_op", "; ".join(found)))
+        if header.get("background"):
+            reasons.append(Reason("background_work", header["background"]))
+        escaped = self.child.escaped()
+        if escaped:
+            reasons.append(Reason("background_work", f"process(es) {escaped[:5]} escaped the candidate's process "
+                                                     "group and are still running"))
+        if header.get("bands_changed"):
+            reasons.append(Reason("out_of_bounds_write", f"input(s) {header['bands_changed']}: the call wrote into "
+                                                         "the memory just before or after them"))
+        mutated = [i for i, (x, d) in enumerate(zip(inputs, header.get("input_digests", []))) if digest(x) != d]
+        if mutated or len(header.get("input_digests", [])) != len(inputs):
+            reasons.append(Reason("input_mutated", f"input(s) {mutated} differ from their pristine copies after "
+                                                   "the call"))
+        return reasons

@@ -1,0 +1,152 @@
+"""A bytecode cache of the judge's own: compiled modules (torch, Triton, the harness) kept in a folder the judge owns,
+so that no process of a judgement compiles Python source it has compiled before.
+
+Why: every judgement starts fresh processes (the baseline worker, the candidate's worker) that import torch, its
+profiler (which imports torch._dynamo) and the harness. Where the installed packages have no `__pycache__` and none
+can be written (a read-only image, a container built with PYTHONDONTWRITEBYTECODE=1, as on the H100 runner this was
+measured on), each of those processes compiles some thousands of modules from source: 10 s of a worker's 14 s
+start-up there, and 3 s of the judge's own.
+
+Trust: the folder lives under the judge's cache folder (harness.judge.process.cache), outside every worker's scratch
+folder. A confined worker (Landlock: writes only beneath its scratch) can read it and never write it, so a candidate
+cannot plant bytecode that a later process would run. The cache is filled only by processes that run no candidate
+code: the CLI's own process, and `warm()`'s, which imports what a worker imports before it sees a candidate
+(`harness.child.warm`, started by module name like every worker). With `--sandbox off` a worker runs unconfined and
+could write anywhere its user can, this folder as much as site-packages: that mode proves nothing (README, threat
+model).
+Python checks each cached file against its source's size and mtime, as it does in `__pycache__`: a changed source
+is compiled again, never run stale.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from harness import discover
+from harness.judge.process.cache import cache_root
+
+
+def prefix() -> Path | None:
+    """The folder for this interpreter's bytecode (made, private to the user), or None where it is not needed (the
+    installed packages have their `__pycache__`: Python reads only the prefix once one is set, so using it there
+    would only compile everything a second time) or cannot be made (the judgement then runs as before)."""
+    if not _needed():
+        return None
+    folder = cache_root() / "pycache" / f"{sys.implementation.cache_tag}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return None
+    except OSError:
+        return None
+    return folder
+
+
+@functools.lru_cache(maxsize=1)
+def _needed() -> bool:
+    """Whether torch, the heaviest import of every worker, lacks bytecode beside its sources (`GAUNTLET_PYCACHE`:
+    `always` or `never` decides instead, for tests and for images whose bytecode is known to be stale)."""
+    forced = os.environ.get("GAUNTLET_PYCACHE", "").lower()
+    if forced in ("always", "never"):
+        return forced == "always"
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return False
+    root = Path(spec.origin).parent
+    for source in (root / "__init__.py", root / "_dynamo" / "__init__.py", root / "_tensor.py"):
+        if source.exists() and not Path(importlib.util.cache_from_source(str(source))).exists():
+            return True
+    return False
+
+
+def use_in_this_process() -> None:
+    """The CLI's own process (a judge, running no candidate code) reads and fills the cache. Not done in a pytest
+    process, which is the user's: there the workers use it, and pytest's own bytecode stays where pytest puts it."""
+    folder = prefix()
+    if folder is not None and sys.pycache_prefix is None:
+        sys.pycache_prefix = str(folder)
+        sys.dont_write_bytecode = False      # only into our own folder: nothing is written beside the sources
+
+
+def worker_env(env: dict) -> dict:
+    """A worker reads the cache (and, confined, cannot write it; PYTHONDONTWRITEBYTECODE stays set)."""
+    folder = prefix()
+    if folder is not None:
+        env["PYTHONPYCACHEPREFIX"] = str(folder)
+    return env
+
+
+def _stamp() -> str:
+    """What the cache was warmed for: the interpreter, the packages' versions and the harness's own files."""
+    parts = [sys.version, sys.executable]
+    for name in ("torch", "triton", "numpy", "cupy-cuda13x", "cupy-cuda12x", "nvidia-cutlass-dsl", "hypothesis",
+                 "PyYAML"):
+        try:
+            parts.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name}=-")
+    harness = Path(__file__).resolve().parents[1]
+    for path in sorted(harness.rglob("*.py")):
+        st = path.stat()
+        parts.append(f"{path.relative_to(harness)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+_WARM: dict = {}
+
+
+def warm(timeout: float = 300.0) -> bool:
+    """Fill the cache once per interpreter, package versions and harness files: a process that runs no candidate
+    code imports what a worker imports (torch, the profiler's lazy imports, Triton, the harness...). Later runs find
+    the stamp and pay one stat. Returns whether the cache is warm."""
+    if "done" in _WARM:
+        return _WARM["done"]
+    _WARM["done"] = ok = _warm(timeout)
+    return ok
+
+
+def _warm(timeout: float) -> bool:
+    folder = prefix()
+    if folder is None:
+        return False
+    stamp = folder / f"warm-{_stamp()}"
+    if stamp.exists():
+        return True
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
+    env.update(PYTHONPYCACHEPREFIX=str(folder), PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="")
+    env = import_path(env)
+    try:
+        done = subprocess.run([sys.executable, "-P", "-m", "harness.child.warm"], env=env, timeout=timeout,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              cwd=str(folder))
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if done.returncode != 0:
+        return False
+    try:
+        for old in folder.glob("warm-*"):
+            old.unlink()
+        stamp.touch()
+    except OSError:
+        return False
+    return True
+
+
+def import_path(env: dict) -> dict:
+    """`env` with an import path on which `harness` is this very package (a checkout's folder in front; an
+    installed package is on the interpreter's own path already)."""
+    if not _on_site_path(discover.ROOT):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(discover.ROOT), os.environ.get("PYTHONPATH", "")]))
+    return env
+
+
+def _on_site_path(folder: Path) -> bool:
+    import site
+    sites = site.getsitepackages() + [site.getusersitepackages()]
+    return any(Path(s).resolve() == folder for s in sites if s)

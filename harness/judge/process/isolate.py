@@ -1,0 +1,313 @@
+"""Run a candidate in its own spawned process, with a wall-clock limit on every request.
+
+The child gets a fresh temporary working directory (and HOME/TMPDIR inside it), its own process group (so a
+timeout kills whatever it forked), and two private pipes; its stdout and stderr go to a log file whose tail is
+quoted when it dies. A crash, a hang, an illegal memory access or a sticky CUDA error becomes a Reason here and the
+run goes on: the parent's own CUDA context is never touched by the child's faults.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness import discover, protocol
+from harness.judge.process import bytecode, pids
+from harness.judge.process.pids import become_subreaper, signal_group, signal_pid, stat
+from harness.judge.process.watchdog import Bounds, TimeBudget, Watchdog
+from harness.judge.sandbox import Confinement, verify
+from harness.judge.sandbox.limits import Limits
+from harness.reasons import CODES, Reason
+
+START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
+
+
+MAX_FILE_BYTES = 1 << 30     # a candidate printing without end would otherwise fill the disk with its log
+DEFAULT_SANDBOX = "auto"     # the mode a Child gets unless told; the CLI and the plugin pass the user's choice
+
+
+class ChildFailed(Exception):
+    """The child can no longer be used; `reason` says why (crash, timeout, import_error, ...)."""
+
+    def __init__(self, reason: Reason):
+        super().__init__(reason.detail)
+        self.reason = reason
+
+
+def _worker_env(home: str) -> dict:
+    """The child's environment: the candidate's own temp dir as HOME, TMPDIR and Triton's cache (the only place it
+    may write), no user site-packages and none of the interpreter's PYTHON* switches but the path (PYTHONSTARTUP,
+    PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness` is this very
+    package. From a checkout that takes the checkout on PYTHONPATH; an installed package is
+    already on the interpreter's path, and site-packages is not put in front of the standard library."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
+    env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONNOUSERSITE="1", TRITON_CACHE_DIR=os.path.join(home, ".triton"))
+    env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
+    return bytecode.worker_env(bytecode.import_path(env))
+
+
+def close_all(children: list) -> None:
+    """Close workers together: each is asked to exit first, then all are waited for (up to 5 s in all), so their
+    teardowns (a CUDA context's takes about a second) overlap instead of adding up. Unwinding from Ctrl-C (or the
+    CLI's Interrupted): no polite exit, which a worker busy in solve() would answer only after the wait; its whole
+    tree is killed now, escaped processes included."""
+    stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+    asked = [(child, child._ask_exit(stopping)) for child in children if child is not None]
+    deadline = time.monotonic() + 5.0
+    for child, waited in asked:
+        child._finish_close(waited, stopping, deadline)
+
+
+class Child:
+    """`problem`: the Problem the parent loaded (an id is looked up on the search path in force, here, in the
+    parent). The worker is handed the problem's folder and its baselines' files, not names to resolve again."""
+
+    def __init__(self, problem, path: Path | None, backend: str, device: str, role: str = "candidate",
+                 sandbox: str | None = None, budget: TimeBudget | None = None, bounds: Bounds | None = None,
+                 deferred: bool = False, fmt: str = "native"):
+        """`deferred`: start the process and return at once; `finish_start()` completes the start. A deferred
+        worker does the harness's own start-up (imports, the problem) and then waits for the judge's word before
+        it touches the GPU (or, a candidate's, imports the candidate), so the judge can let the two workers' starts
+        overlap, keep every line of candidate code after the baseline's quiet-GPU measurement, and run each
+        worker's GPU start-up inside a turn on the card (harness.judge.timing.turns), never beside another judge's
+        timing.
+        `fmt`: the candidate file's format (harness.formats); the worker wraps a KernelBench or GPU MODE file into
+        `solve` (harness.child.adapters) and judges it like any other."""
+        self.role, self.backend, self.device = role, backend, device
+        self.budget = budget if budget is not None else TimeBudget(None)
+        if isinstance(problem, str):
+            problem = discover.get_problem(problem)
+        baselines = discover.baseline_files(problem) if role == "baseline" else {}
+        self.tmp = tempfile.TemporaryDirectory(prefix="gauntlet-")
+        self.log_path = Path(self.tmp.name) / "child.log"
+        req_r, self.req_w = os.pipe()
+        self.resp_r, resp_w = os.pipe()
+        protocol.widen_pipe(self.resp_r)      # outputs of GBs come back this way
+        env = _worker_env(self.tmp.name)
+        become_subreaper()
+        self.sandbox = Confinement(sandbox or DEFAULT_SANDBOX, self.tmp.name,
+                                   Limits(file_bytes=MAX_FILE_BYTES))
+        self.alive = False
+        # -P (3.11+): the worker's folder, which it may write, is not put ahead of the installed packages.
+        flags = ["-P"] if sys.version_info >= (3, 11) else []
+        try:
+            with open(self.log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, *flags, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
+                     str(Path(problem.root).resolve()), str(path or "-"), backend, device,
+                     json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()}),
+                     "gated" if deferred else "open", fmt or "native"],
+                    cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=self.sandbox.preexec)
+        except subprocess.SubprocessError as exc:     # the confinement could not be put in force: never run open
+            for fd in (req_r, resp_w, self.req_w, self.resp_r):
+                os.close(fd)
+            self.sandbox.close()
+            self.tmp.cleanup()
+            raise RuntimeError(f"the {role} worker could not be confined ({exc}); "
+                               f"{self.log_tail_of(self.log_path)}") from None
+        finally:
+            self.sandbox.close()          # the child holds its own copy of the ruleset, in force
+        os.close(req_r)
+        os.close(resp_w)
+        pids.LIVE.add(self.proc.pid)
+        st = stat(self.proc.pid)
+        self.started = st[4] if st else 0
+        self.alive = True
+        self.stopped = False
+        self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds or Bounds(), self._escaped_cheap)
+        self.gated, self.hello, self.start_failure = deferred, None, None
+        if not deferred:
+            self.finish_start()
+
+    def release(self) -> None:
+        """Let a gated worker go on to the GPU (and, a candidate's, to its import) without waiting for it: the
+        caller holds the turn its GPU start-up runs in (harness.judge.timing.turns) until finish_start returns."""
+        if self.gated:
+            self.gated = False
+            try:
+                protocol.send(self.req_w, {"op": "go"})
+            except (BrokenPipeError, OSError):
+                self.start_failure = self._death_reason("starting")
+
+    def finish_start(self) -> None:
+        """Let a gated worker go on (release) and wait for its hello. ChildFailed when it does not start, the same
+        one on every later call (a baseline worker's failed start is said where timing needs it)."""
+        if self.hello is not None:
+            return
+        self.release()
+        if self.start_failure is None:
+            try:
+                self.hello = self._await_hello()
+            except ChildFailed as exc:
+                self.start_failure = exc.reason
+        if self.start_failure is not None:
+            raise ChildFailed(self.start_failure)
+
+    def _await_hello(self) -> dict:
+        header, _ = self._recv(min(START_TIMEOUT_S, self.budget.left()), "starting and importing the solution",
+                               max_blob=0)
+        self.confinement = verify.verify(self, header)
+        if not header.get("ok"):
+            self.close()
+            code = header.get("code", "crash")
+            raise ChildFailed(Reason(code if code in CODES else "tampering", str(header.get("detail", ""))))
+        return header
+
+    def request(self, header: dict, timeout: float, what: str, max_blob: int = 0):
+        """Send one request and wait for the reply. `max_blob`: the most bytes any blob of the reply may hold (the
+        expected output's size); a larger one is `tampering`, read no further."""
+        if not self.alive:
+            raise ChildFailed(Reason("crash", "the candidate's process is no longer running"))
+        if self.budget.left() <= 0:
+            self.close()
+            raise ChildFailed(Reason("timeout", f"the judgement's total time limit of {self.budget.limit_s:.0f} s "
+                                                f"was used up before {what}"))
+        self.cont()
+        try:
+            protocol.send(self.req_w, header)
+        except (BrokenPipeError, OSError):
+            raise ChildFailed(self._death_reason(what)) from None
+        return self._recv(timeout, what, max_blob)
+
+    # -- stopping: while the other side is timed, nothing of this one runs ------------------------------------
+    def stop(self) -> None:
+        """SIGSTOP the child's process group and every process that escaped it. Its queued GPU work is not stopped:
+        the baseline worker's quiet check (harness.judge.timing.bench) sees any that is left."""
+        if self.alive and not self.stopped:
+            for pid in self.escaped():
+                signal_pid(pid, signal.SIGSTOP)
+            signal_group(self.proc.pid, signal.SIGSTOP)
+            self.stopped = True
+
+    def cont(self) -> None:
+        """Let the child run. Every request goes through here (request()), and a child that is running is first
+        stopped, and seen stopped, then continued: every request, a correctness call's as much as a timed batch
+        after the other side's, reaches a process that was just stopped and continued, so a SIGCONT (a handler
+        the candidate installs runs on it) says nothing about which phase the judgement is in."""
+        if not self.alive:
+            return
+        escaped = self.escaped()
+        if not self.stopped:
+            for pid in escaped:
+                signal_pid(pid, signal.SIGSTOP)
+            signal_group(self.proc.pid, signal.SIGSTOP)
+            deadline = time.monotonic() + 0.2
+            while time.monotonic() < deadline:     # a SIGCONT sent before the stop lands would discard it
+                st = stat(self.proc.pid)
+                if st is None or st[0] in "TtZX":
+                    break
+                time.sleep(0.0002)
+        signal_group(self.proc.pid, signal.SIGCONT)
+        for pid in escaped:
+            signal_pid(pid, signal.SIGCONT)
+        self.stopped = False
+
+    def _recv(self, timeout: float, what: str, max_blob: int = 0):
+        left = self.budget.left()
+        t0 = time.monotonic()
+        try:
+            return protocol.recv(self.resp_r, min(timeout, max(left, 0.0)), max_blob=max_blob)
+        except protocol.ChannelTimeout:
+            self.close()
+            if left < timeout:
+                raise ChildFailed(Reason("timeout", f"the judgement's total time limit of {self.budget.limit_s:.0f} "
+                                                    f"s ran out while {what}")) from None
+            raise ChildFailed(Reason("timeout", f"no answer within {timeout:.0f} s while {what}")) from None
+        except protocol.ChannelClosed:
+            raise ChildFailed(self._death_reason(what)) from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.close()
+            raise ChildFailed(Reason("tampering", f"malformed message on the harness channel: {exc}")) from None
+        finally:
+            self.budget.used_s += time.monotonic() - t0
+
+    def _death_reason(self, what: str) -> Reason:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        tail = self.log_tail()            # before close(), which removes the scratch dir and the log with it
+        self.close()
+        if self.watchdog.tripped:
+            return Reason("crash", f"the {self.role}'s process was stopped by the judge: {self.watchdog.tripped}")
+        if code is not None and code < 0:
+            how = f"killed by {signal.Signals(-code).name}"
+        elif code == 0:
+            how = "exited with status 0 before answering (an early exit is not a pass)"
+        else:
+            how = f"exited with status {code}"
+        return Reason("crash", f"the {self.role}'s process {how} while {what}; log tail:\n{tail}")
+
+    def log_tail(self, n: int = 1500) -> str:
+        return self.log_tail_of(self.log_path, n)
+
+    @staticmethod
+    def log_tail_of(log_path, n: int = 1500) -> str:
+        try:
+            with open(log_path, "rb") as fh:
+                fh.seek(max(0, fh.seek(0, os.SEEK_END) - n))
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        close_all([self])
+
+    def _ask_exit(self, stopping: bool) -> bool:
+        """The first half of closing: let the worker run and ask it to exit. Whether it is to be waited for."""
+        if not stopping:
+            self.cont()
+        self.watchdog.stop()
+        if not self.alive:
+            return False
+        self.alive = False
+        try:
+            if not stopping:
+                protocol.send(self.req_w, {"op": "exit"})
+        except OSError:
+            pass
+        return True
+
+    def _finish_close(self, waited: bool, stopping: bool, deadline: float) -> None:
+        if waited:
+            try:
+                self.proc.wait(timeout=0 if stopping else max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        if stopping:
+            self._kill_tree()
+        self._kill_group()
+        for fd in (self.req_w, self.resp_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.req_w = self.resp_r = -1
+        pids.LIVE.discard(self.proc.pid)
+        self.tmp.cleanup()
+
+    def _escaped_cheap(self) -> list[int]:
+        return pids.escaped_cheap(self.started)
+
+    def escaped(self) -> list[int]:
+        """Processes that left the child's process group and session and are still running (pids.escaped)."""
+        return pids.escaped(self.proc.pid, self.started)
+
+    def _kill_tree(self) -> None:
+        pids.kill_tree(self.proc.pid, self.escaped)
+
+    def _kill_group(self) -> None:
+        pids.kill_group(self.proc, self.escaped)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

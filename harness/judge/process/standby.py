@@ -1,0 +1,109 @@
+"""Workers started ahead of need, for a judge process that judges one candidate after another (`eval-many` and
+`run`: the inline executor and each local slot). Off unless such a process turns it on (`enable()`): a single
+`gauntlet eval` starts its workers as always.
+
+- The next candidate's worker, gated: started (the interpreter, the harness, torch: most of a worker's start-up)
+  while the current candidate is judged, it touches the GPU and imports its candidate only when its own judgement
+  lets it go (harness.judge.process.isolate, deferred start), exactly as `gauntlet eval`'s gated worker. Each candidate is
+  still judged in a fresh process of its own, started for it and for nothing else.
+- The baseline worker, kept from one judgement to the next on the same problem. It runs only the problem's
+  baselines, never candidate code, and is kept only while every candidate beside it was confined in a Landlock
+  domain of its own with signals scoped (verified from outside, harness.judge.process.isolate): such a candidate can
+  neither signal, trace nor write the baseline worker, so nothing it did outlives its judgement in the baseline's
+  process. After a judgement whose candidate was not so confined, or a baseline worker that failed, a fresh one
+  starts. Its idle-GPU flush time was measured when it started (before any candidate ran beside it).
+"""
+from __future__ import annotations
+
+import atexit
+
+_ON = False
+MAX_NEXT = 2            # gated workers waiting at once (each holds an interpreter and torch, no GPU memory)
+_NEXT: dict = {}        # (problem, path, backend, format, device, sandbox) -> a gated candidate Child
+_BASE: dict = {}        # (problem, device, sandbox) -> a baseline Child that has said hello
+
+
+def enable() -> None:
+    global _ON
+    if not _ON:
+        _ON = True
+        atexit.register(close)
+
+
+def enabled() -> bool:
+    return _ON
+
+
+def _candidate_key(problem, solution, opts) -> tuple:
+    return (problem.id, str(solution.path), solution.backend, solution.format, opts.device, opts.sandbox)
+
+
+def _base_key(problem, opts) -> tuple:
+    return (problem.id, opts.device, opts.sandbox)
+
+
+def prestart(problem, solution, opts) -> None:
+    """Start the worker of a candidate to be judged next, gated. Nothing when off, on the CPU (nothing to
+    overlap: no baseline to wait for, and the CPU is what the judge uses), for a file that could not be loaded, or
+    when one is started already."""
+    if not _ON or opts.device != "cuda" or solution.error or solution.unsupported:
+        return
+    key = _candidate_key(problem, solution, opts)
+    if key in _NEXT:
+        return
+    while len(_NEXT) >= MAX_NEXT:      # one never taken (its judgement stopped before a worker was needed)
+        _NEXT.pop(next(iter(_NEXT))).close()
+    from harness.judge.process.isolate import Child, ChildFailed
+    try:
+        _NEXT[key] = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox,
+                           deferred=True, fmt=solution.format)
+    except (ChildFailed, RuntimeError, OSError):
+        pass                          # its judgement starts one itself, and says what went wrong then
+
+
+def take_candidate(problem, solution, opts, budget):
+    """The started worker of this candidate (its judgement's time budget now its own), or None."""
+    child = _NEXT.pop(_candidate_key(problem, solution, opts), None)
+    if child is None:
+        return None
+    if not child.alive or not child.gated or child.proc.poll() is not None:
+        child.close()
+        return None
+    child.budget = budget
+    return child
+
+
+def take_baseline(problem, opts):
+    """The baseline worker kept from the last judgement of this problem, alive, or None."""
+    base = _BASE.pop(_base_key(problem, opts), None)
+    if base is None:
+        return None
+    if not base.alive or base.hello is None or base.proc.poll() is not None:
+        base.close()
+        return None
+    return base
+
+
+def keep_baseline(base, problem, opts, candidates: list) -> bool:
+    """Keep `base` for the next judgement, if it may be kept (see the module's docstring): True when kept (the
+    caller then does not close it)."""
+    if not _ON or base is None or not base.alive or base.hello is None:
+        return False
+    from harness.judge.process.pids import signals_scoped
+    if not all(signals_scoped(getattr(child, "confinement", None)) for child in candidates):
+        return False
+    stale = [b for k, b in _BASE.items() if b is not base]     # one kept at a time: each holds a CUDA context
+    _BASE.clear()
+    if stale:
+        from harness.judge.process.isolate import close_all
+        close_all(stale)
+    _BASE[_base_key(problem, opts)] = base
+    return True
+
+
+def close() -> None:
+    from harness.judge.process.isolate import close_all
+    children = list(_NEXT.values()) + list(_BASE.values())
+    _NEXT.clear()
+    _BASE.clear()
+    close_all(children)

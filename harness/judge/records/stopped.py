@@ -1,0 +1,47 @@
+"""What a command stopped by SIGINT or SIGTERM says (harness.judge.records.interrupt does the stopping): the command that
+resumes a run, the one line that tells what was judged and what was not, the mark in the results file, and the
+`interrupted` record `gauntlet eval` prints in place of a verdict.
+
+Kept apart from the CLI so that the words a user (or a CI log) reads after a stop can be tested without a run.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import shlex
+
+SHOWN = 5      # not-judged keys named on the line; the results file holds all of them
+
+
+def resume_command(argv: list[str]) -> str:
+    """The same command without `--fresh`: run resumes by default, and --fresh would throw away what was kept."""
+    return "gauntlet " + shlex.join(a for a in argv if a != "--fresh")
+
+
+def run_mark(signal_name: str, plan: list[str], settled: set[str], in_flight: str | None, resume: str) -> dict:
+    """The results file's `interrupted` entry: which signal, when, the solution abandoned mid-judgement, and every
+    key of the plan that has no record from this run."""
+    return {"signal": signal_name, "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "in_flight": in_flight, "judged": len([k for k in plan if k in settled]),
+            "not_judged": [k for k in plan if k not in settled], "resume": resume}
+
+
+def run_line(mark: dict, total: int, tally: dict, out: str) -> str:
+    """One line: what was judged (and how), what was not, where the results are and the command that resumes."""
+    rest = mark["not_judged"]
+    named = ", ".join(rest[:SHOWN]) + (f" and {len(rest) - SHOWN} more" if len(rest) > SHOWN else "")
+    flight = f", {mark['in_flight']} abandoned mid-judgement" if mark["in_flight"] else ""
+    how = ", ".join(f"{v} {k}" for k, v in tally.items())
+    return (f"gauntlet: stopped by {mark['signal']}: {mark['judged']} of {total} judged ({how}){flight}; "
+            f"{len(rest)} not judged" + (f" ({named})" if rest else "") +
+            f"; results kept in {out}; resume with: {mark['resume']}")
+
+
+def eval_record(problem: str, solution: str, path: str, backend, device: str, signal_name: str):
+    """`gauntlet eval` stopped before its verdict: a record whose verdict says only that."""
+    from harness.judge.records.results import EvalRecord
+    from harness.reasons import Reason
+    record = EvalRecord(problem=problem, solution=solution, path=path, backend=backend, device=device,
+                        verdict="interrupted")
+    record.reasons.append(Reason("interrupted", f"stopped by {signal_name} before the judgement finished; "
+                                                "nothing is known about the candidate").to_json())
+    return record

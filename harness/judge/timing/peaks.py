@@ -1,0 +1,147 @@
+"""The ceilings on this card, measured by the trusted parent before any candidate runs: the roofline check's floor.
+
+Timed the same way as every side (flushed L2, held stream: harness.gpu), so a ceiling and a candidate's time are
+comparable; the best of several calls, since anything else on the GPU (judges sharing it) only slows a call down.
+"""
+from __future__ import annotations
+
+import torch
+
+from harness.gpu import Flusher, held_ms
+from harness.judge.process import cache
+
+STORE = "peaks.json"      # in the judge's cache folder (harness.judge.process.cache): per card, its ceilings and idle flush
+
+
+def measure_peaks(device, dtypes: dict) -> dict:
+    """The ceilings on this card, measured now: cuBLAS matmul rate per dtype at 8192^3 and copy bandwidth, with
+    the card to this judge alone (harness.judge.timing.turns)."""
+    from harness.judge.timing import turns
+    with turns.alone("cuda"):
+        return _measure(device, dtypes)
+
+
+def _measure(device, dtypes: dict) -> dict:
+    peaks = {}
+    flush = Flusher(device)
+    n = 8192
+    for name, (dtype, tf32) in dtypes.items():
+        if dtype == torch.int8:
+            # cuBLASLt int8 in its fast layout (B column-major): the ceiling int8 kernels are held to.
+            a = torch.randint(-128, 128, (n, n), dtype=torch.int8, device=device)
+            b = torch.randint(-128, 128, (n, n), dtype=torch.int8, device=device).t()
+            try:
+                torch._int_mm(a, b)
+                ms = held_ms(lambda: torch._int_mm(a, b), flush, n=7, stat=min)
+                peaks[name] = {"tflops": 2 * n**3 / ms / 1e9, "note": "int8 TOPS via torch._int_mm, B column-major"}
+            except (RuntimeError, AttributeError):
+                pass
+            del a, b
+            continue
+        if name.startswith("float8"):
+            # fp8 problems store bf16 but multiply in fp8: their ceiling is cuBLASLt's fp8 rate (~2x bf16), or
+            # the roofline check would reject an honest fp8 kernel.
+            peaks[name] = _fp8_peak(device, n, flush)
+            continue
+        if not dtype.is_floating_point or dtype.itemsize < 2:
+            continue
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
+        try:
+            a = torch.randn(n, n, device=device).to(dtype)
+            b = torch.randn(n, n, device=device).to(dtype)
+            torch.matmul(a, b)
+            ms = held_ms(lambda: torch.matmul(a, b), flush, n=7, stat=min)
+            peaks[name] = {"tflops": 2 * n**3 / ms / 1e9}
+            del a, b
+        finally:
+            torch.set_float32_matmul_precision(before)
+    src = torch.empty(1 << 28, dtype=torch.int32, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    ms = held_ms(lambda: dst.copy_(src), flush, n=10, stat=min)
+    peaks["copy_gbps"] = 2 * src.numel() * 4 / ms / 1e6
+    del src, dst
+    torch.cuda.empty_cache()
+    return peaks
+
+
+def _fp8_peak(device, n, flush) -> dict:
+    try:
+        a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=device)
+        run = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)  # noqa: E731
+        run()
+        ms = held_ms(run, flush, n=7, stat=min)
+        return {"tflops": 2 * n**3 / ms / 1e9, "note": "fp8 e4m3 via torch._scaled_mm"}
+    except Exception as exc:  # noqa: BLE001 - no fp8 GEMM here: no compute ceiling, say why
+        return {"tflops": None, "note": f"fp8 peak not measured: {type(exc).__name__}"}
+
+
+def cached_peaks(device, dtypes: dict) -> dict:
+    """The ceilings of `dtypes`, from the judge's cache where this card, driver and torch/CUDA build were measured
+    before, else measured now and added to it: measured once per machine, not once per judgement (each dtype's
+    ceiling costs about a second on an H100, all of a problem's several). A ceiling that reads low (taken while the
+    GPU was shared) is measured again when it matters: a time over it is re-checked against fresh ceilings before
+    any below_roofline (harness.judge.timing.timed), and the better figure is what the cache keeps from then on
+    (`remember`). The cache lives beside the bytecode cache, where no confined worker can write."""
+    key = _card_key(device)
+    store = cache.read_json(STORE)
+    known = store.get(key, {})
+    missing = {name: spec for name, spec in dtypes.items() if name not in known}
+    if missing or "copy_gbps" not in known:
+        fresh = measure_peaks(device, missing)
+        known = {**known, **fresh}
+        remember(device, known)
+    return {name: known[name] for name in list(dtypes) + ["copy_gbps"] if name in known}   # (not quiet_ms)
+
+
+def remember(device, peaks: dict) -> None:
+    """Keep the best figure of each ceiling for this card in the cache."""
+    key = _card_key(device)
+    store = cache.read_json(STORE)
+    old = store.get(key, {})
+    merged = dict(old)
+    for name, value in peaks.items():
+        if name == "copy_gbps":
+            merged[name] = max(float(value), float(old.get(name) or 0.0))
+        elif isinstance(value, dict) and value.get("tflops", 0.0) >= (old.get(name) or {}).get("tflops", 0.0):
+            merged[name] = value
+    store[key] = merged
+    cache.write_json(STORE, store)
+
+
+def cached_quiet(device) -> float | None:
+    """This card's idle L2-flush time (ms), as a baseline worker measured it before any candidate existed in an
+    earlier judgement, or None. With it, a judgement need not hold its candidate's worker back until its own
+    baseline worker has measured the idle GPU (harness.judge.evaluate): the candidate's correctness phase overlaps
+    the baseline worker's start-up."""
+    value = cache.read_json(STORE).get(_card_key(device), {}).get("quiet_ms")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def remember_quiet(device, quiet_ms) -> None:
+    """Keep the least idle flush time measured on this card (a busier GPU only reads slower)."""
+    if not isinstance(quiet_ms, (int, float)) or quiet_ms <= 0:
+        return
+    key = _card_key(device)
+    store = cache.read_json(STORE)
+    entry = store.setdefault(key, {})
+    old = entry.get("quiet_ms")
+    entry["quiet_ms"] = min(float(quiet_ms), float(old)) if isinstance(old, (int, float)) and old > 0 else \
+        float(quiet_ms)
+    cache.write_json(STORE, store)
+
+
+def _card_key(device) -> str:
+    import ctypes
+    props = torch.cuda.get_device_properties(device)
+    driver = ctypes.c_int(0)
+    try:
+        ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(driver))
+    except OSError:
+        pass
+    return "|".join([props.name, str(getattr(props, "uuid", "")), f"driver {driver.value}",
+                     f"torch {torch.__version__}", f"cuda {torch.version.cuda}"])
+

@@ -1,0 +1,41 @@
+"""Starved calls: a timed call during which the GPU sat idle, waiting for the host to queue the call's work after
+the hold ran out. The rule that says when a call was starved, and how far a side's starved calls moved the figure
+it reports (harness.judge.timing.timed times a shape again on a quiet host on that shift)."""
+from __future__ import annotations
+
+from harness.judge.timing import scoring
+
+# A timed call is starved when the GPU sat idle inside its window, waiting for the host to launch the call's work,
+# for longer than this (harness.judge.timing.window: idle_us): the hold had run out before the launch was queued. Seen on
+# two H200s of one host with four judges on it: a Triton GEMM's median call 0.22-0.30 ms instead of 0.19, its
+# launch 0.33 ms instead of 0.16, and a speedup read 0.62 [0.55, 0.72] that one judge alone read 0.976.
+STARVE_US, STARVE_SHARE = 10.0, 0.03     # µs, plus this share of the call's own time
+
+
+def starved_call(margin: dict, ms: float) -> bool:
+    idle = margin.get("idle_us") if isinstance(margin, dict) else None
+    return idle is not None and idle > STARVE_US + STARVE_SHARE * ms * 1e3
+
+
+def starved_flags(rounds: list[dict]) -> list[tuple[float, bool]]:
+    """Each timed call of a side's rounds: (its ms, whether it was starved); a round without windows (the CPU) has
+    none starved."""
+    return [(x, starved_call(m, x))
+            for r in rounds for m, x in zip(r.get("window") or [None] * len(r["ms"]), r["ms"])]
+
+
+def starved_shift(rounds: list[dict]) -> float | None:
+    """How far a side's starved calls moved the figure it reports: median(every call) / median(the calls not
+    starved) - 1; None where half or more of its calls were starved (the median is then a starved call itself).
+
+    A count alone says too little: on a quiet host (two H200s, the host to one judge) a batch's first call is often
+    starved (5 to 11 of 40 calls, as many as there were batches), and that moves a tight side's median by a small
+    fraction of a percent, while a busy host starved most of a Triton GEMM's calls and moved its median by 15 to 55%.
+    harness.judge.timing.timed times a shape again with the host alone on the shift, not on the count."""
+    flags = starved_flags(rounds)
+    calm = [x for x, starved in flags if not starved]
+    if not flags:
+        return 0.0
+    if 2 * len(calm) <= len(flags):
+        return None
+    return scoring.median([x for x, _ in flags]) / scoring.median(calm) - 1.0

@@ -1,0 +1,309 @@
+"""Timing one dtype of a candidate that passed: for each benchmark shape, the schedule (harness.judge.timing.bench), the
+spot checks of timed calls, the physics floor and the second clock, then one timing entry for the record.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from harness import protocol
+from harness.inputs import make_inputs
+from harness.judge.process import replies
+from harness.judge.process.isolate import Child, ChildFailed
+from harness.judge.timing import scoring, turns
+from harness.judge.timing.bench import PRECISION, BaselineFailed, Schedule, TimingRejected
+from harness.judge.values import check, conventions, fuzz
+from harness.judge.values.oracle import expected_for
+from harness.reasons import Reason
+
+# A custom kernel can beat cuBLAS, but not the hardware: allow this much above the ceilings measured in the run
+# (H100/H200 dense bf16 datasheet ~990 TFLOP/s vs ~780 measured: 1.27x; copy reaches ~90% of HBM bandwidth).
+ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
+
+
+def start_baseline_worker(problem, device: str, sandbox: str | None = None, deferred: bool = False) -> Child:
+    """The clean worker: the problem's baselines and nothing of any candidate, confined like the candidate's (so
+    the candidate's worker, in a Landlock domain of its own, can neither signal nor trace it). (That each baseline
+    exists was checked when the problem was loaded: harness.discover.) `deferred`: return once it is spawned;
+    `finish_baseline_start` waits for it (its start then overlaps the candidate worker's own)."""
+    try:
+        base = Child(problem, None, "torch", device, role="baseline", sandbox=sandbox, deferred=True)
+    except ChildFailed as exc:
+        raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
+    if not deferred:
+        finish_baseline_start(base, problem)
+    return base
+
+
+def finish_baseline_start(base: Child, problem) -> None:
+    """Wait for the baseline worker's hello (its quiet-GPU flush time is measured before it says it). A failed start
+    fails again on every later call (Child.finish_start): the judge waits for the baseline beside the candidate's
+    start, but its failure only ends the judgement where timing needs the baseline (ensure_baseline)."""
+    try:
+        base.finish_start()
+    except ChildFailed as exc:
+        raise RuntimeError(f"problem {problem.id}: the baseline worker failed to start: {exc.reason.detail}") from None
+
+
+def known_quiet() -> float | None:
+    """This card's idle flush time from the judge's cache (harness.judge.timing.peaks.cached_quiet), or None."""
+    from harness.judge.timing import peaks
+    try:
+        return peaks.cached_quiet(torch.device("cuda"))
+    except (RuntimeError, OSError):
+        return None
+
+
+def learn_quiet(base: Child) -> None:
+    """Keep the idle flush time a baseline worker measured before any candidate existed (a gated start)."""
+    from harness.judge.timing import peaks
+    try:
+        peaks.remember_quiet(torch.device("cuda"), (base.hello or {}).get("quiet_ms"))
+    except (RuntimeError, OSError):
+        pass
+
+
+def ensure_baseline(base: Child, problem, quiet: float | None) -> None:
+    """The baseline worker's start finished (it is let go beside the candidate's start, in one shared turn: a
+    failure there is said here, where timing needs the baseline); with `quiet` known, the idle flush time the quiet
+    check compares against is the known one, never one measured while the candidate's worker was running beside
+    it."""
+    if base.hello is None:
+        with turns.sharing(base.device):           # its GPU start-up, never beside another judge's timing
+            finish_baseline_start(base, problem)
+    if quiet is not None:
+        base.hello["quiet_ms"] = min(quiet, float(base.hello.get("quiet_ms") or quiet))
+
+
+def time_dtype(judge, spec, opts, record) -> None:
+    problem = judge.problem
+    for bench in (opts.shapes or problem.benchmark)[:opts.max_shapes]:
+        shape = {d: bench[d] for d in problem.dims}
+        try:
+            entry, reasons = _time_shape_alone(judge, spec, shape, opts, record)
+        except ChildFailed as exc:
+            record.reasons.append(Reason(exc.reason.code, f"while timing {shape}: {exc.reason.detail}").to_json())
+            return
+        except BaselineFailed as exc:
+            record.timings.append({"dtype": spec.name, "shape": shape, "source": bench.get("source", ""),
+                                   "baselines": {}, "baseline_errors": {"worker": str(exc)}})
+            if _candidate_could_kill(judge, str(exc)):
+                record.reasons.append(Reason("tampering", f"while timing {shape}: the baseline worker was killed by "
+                                             "a signal while the candidate's worker, unconfined, could send one: "
+                                             f"{str(exc)[:500]}").to_json())
+            # Otherwise not the candidate's doing: no reason against it, the entry says why there is no figure.
+            return
+        entry.update(source=bench.get("source", ""), spot_check="fail" if reasons else "pass")
+        if entry.get("candidate_ms") is not None or entry.get("baseline_errors"):
+            record.timings.append(entry)
+        record.reasons += [r.to_json() for r in reasons]
+        if reasons:
+            return
+
+
+def _candidate_could_kill(judge, detail: str) -> bool:
+    """A baseline worker killed by a signal, in a run where the candidate's worker was not confined (Landlock's
+    signal scope, verified): the candidate could have sent it, and a candidate with a poor ratio gains by leaving
+    no ratio at all. Where it was confined it could not: a harness or machine failure, no reason against it."""
+    if "killed by SIG" not in detail:
+        return False
+    from harness.judge.process.pids import signals_scoped
+    return not signals_scoped(getattr(judge.child, "confinement", None))
+
+
+# A side whose starved calls moved its median call time by more than the precision timing stops at
+# (harness.judge.timing.starved.starved_shift), or whose median is itself a starved call, was slowed by its host. A share of
+# starved calls was the first rule (more than a fifth): on two H200s it sent 41 of 75 shapes of the suite back to a
+# quiet host, most of them for one starved first call per batch that moved no median, and the suite took 1558 s of
+# judging where it had taken 1128.
+HOST_SHIFT = PRECISION
+
+
+def _time_shape_alone(judge, spec, shape, opts, record):
+    """One shape timed while this judge has the card to itself (harness.judge.timing.turns: no other judge's correctness
+    call or timing runs meanwhile). Where the quiet check still found the GPU busy and other judges share the card,
+    the work it saw may be another judge's candidate's (work it left queued): the shape is timed once more, and if
+    the card is busy again it gets no figure, with the reason in the entry, and no reason against this candidate.
+    Alone on the card (no other judge), a busy GPU is this candidate's leftover work: `background_work`.
+
+    The card alone is not the host alone: judges on the host's other GPUs go on with their correctness calls
+    (process start-ups, GB-sized transfers, comparisons), and a host that busy can launch a call's work after the
+    hold has run out, so the events count the host's delay as the GPU's (two H200s of one host, four judges: a
+    0.976 Triton GEMM read 0.62 [0.55, 0.72]). Where any side's starved calls (harness.judge.timing.starved.starved_call) moved
+    its median by more than HOST_SHIFT, or most of them were starved, while other judges were on this host, the shape
+    is timed again with the host to this judge alone (turns.host_alone: no correctness call of any judge on any card
+    meanwhile), and that figure stands (`host_alone`: true), starved or not: with the host quiet, a launch that
+    outlasts the hold is the side's own.
+
+    The entry says when the judge held the card and which card (`alone`: wall-clock seconds, the card's UUID), so
+    that anyone can check from the records alone that no two candidates were timed on one card at once
+    (harness.executors.exclusive)."""
+    # A side starved even with the host quiet is host-bound by design (grouped_gemm_moe's cublas_loop reads the
+    # expert offsets back to the host, then launches a GEMM per expert): the judgement's later shapes go straight to
+    # a quiet host instead of being timed twice.
+    busy_times, host = 0, bool(getattr(judge, "host_bound", False)) and turns.host_others(judge.device) > 0
+    while True:
+        with turns.host_alone(judge.device) if host else turns.alone(judge.device):
+            began = time.time()
+            entry, reasons, busy = _time_shape(judge, spec, shape, opts, record)
+            # Microseconds: a judge waiting for the card stamps its start only after this one has let go, and a
+            # coarser rounding could make two such spans touch.
+            entry["alone"] = {"card": turns.card(judge.device), "from": round(began, 6),
+                              "until": round(time.time(), 6)}
+        if host:
+            entry["host_alone"] = True
+            if host_starved(entry):
+                judge.host_bound = True
+        if busy and turns.others(judge.device) > 0:
+            busy_times += 1
+            if busy_times < 2:
+                continue
+            detail = (f"the GPU was busy while the baselines were timed, twice, and {turns.others(judge.device)} "
+                      "other judge(s) share this card: the work may be another judge's candidate's, so no figure "
+                      "and no verdict from it")
+            return {"dtype": spec.name, "shape": shape, "baselines": {}, "baseline_errors": {"shared_gpu": detail}}, []
+        if not host and not reasons and host_starved(entry) and turns.host_others(judge.device) > 0:
+            host = True
+            continue
+        return entry, reasons
+
+
+def host_starved(entry: dict) -> bool:
+    """Whether the host's delays set any side's figure in a timing entry: its starved calls moved its median call
+    time by more than HOST_SHIFT, or were half or more of its calls (`starved_shift` None)."""
+    sides = [entry] + list((entry.get("baselines") or {}).values())
+    for side in sides:
+        starved, calls = (side.get("starved_calls") or [0, 0])[:2]
+        if not (calls and starved):
+            continue
+        shift = side.get("starved_shift")
+        if shift is None or shift > HOST_SHIFT:
+            return True
+    return False
+
+
+def _time_shape(judge, spec, shape, opts, record):
+    problem = judge.problem
+    probe = expected_for(problem, make_inputs(problem, shape, spec, 0, judge.device), spec)
+    request = {"shape": shape, "dtype": spec.name, "max_blob": replies.blob_cap(probe.oracle.numel())}
+    del probe
+    schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
+                        timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,
+                        custom=judge.custom, seed=record.seed or 0)
+    try:
+        schedule.run(opts.timing_budget_s)
+    except TimingRejected as exc:
+        schedule.reasons += exc.reasons
+    finally:
+        schedule.end()
+    busy = schedule.busy_gpu and all(r.code == "background_work" for r in schedule.reasons)
+    if schedule.reasons or "candidate" not in schedule.samples:
+        return {"dtype": spec.name, "shape": shape, "baselines": {}}, schedule.reasons or \
+            [Reason("crash", f"no timed call of the candidate completed on {shape}")], busy
+    figs = schedule.figures()
+    entry = _entry(problem, spec, shape, figs, schedule, record, opts.peaks)
+    reasons = _spot_checks(judge, spec, shape, schedule.spots, record)
+    reasons += _physics(entry, opts.peaks, _remeasure(judge, spec) if opts.peaks else None)
+    reasons += schedule.second_clock(figs)
+    if judge.device == "cuda":
+        torch.cuda.empty_cache()
+    return entry, reasons, False
+
+
+def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
+    cand = figs["candidate"]
+    itemsize = spec.torch_dtype().itemsize
+    flops, nbytes = problem.flops(shape), problem.bytes(shape, itemsize, itemsize)
+    entry = {"dtype": spec.name, "shape": shape, "candidate_ms": cand["ms"], "candidate_host_ms": cand["host_ms"],
+             "mode": "held", "hold_ms": round(schedule.hold_ms, 3), "reps": cand["calls"],
+             "rounds": len(cand["rounds"]), "calls_per_batch": schedule.calls,
+             "clock_gap_ms": cand["clock_gap_ms"], "kernels": cand["kernels"][:8], "window_us": cand["window_us"],
+             "starved_calls": cand["starved_calls"], "starved_shift": cand["starved_shift"],
+             "tflops": flops / cand["ms"] / 1e9,
+             "gbps": nbytes / cand["ms"] / 1e6, "baselines": {}}
+    peak = (peaks.get(spec.name) or {}).get("tflops")
+    entry["peak_fraction"] = entry["tflops"] / peak if peak else None
+    entry["bw_fraction"] = entry["gbps"] / peaks["copy_gbps"] if peaks.get("copy_gbps") else None
+    if schedule.errors:
+        entry["baseline_errors"] = dict(schedule.errors)
+    for label, side in figs.items():
+        if label == "candidate":
+            continue
+        entry["baselines"][label] = {
+            "ms": side["ms"], "speedup": side["ms"] / cand["ms"], "mode": "held",
+            "ci95": list(scoring.paired_speedup_ci(side["rounds"], cand["rounds"], seed=record.seed or 0)),
+            "tflops": flops / side["ms"] / 1e9, "note": schedule.notes.get(label, ""), "host_ms": side["host_ms"],
+            "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4], "window_us": side["window_us"],
+            "starved_calls": side["starved_calls"], "starved_shift": side["starved_shift"],
+            "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
+    return entry
+
+
+def _spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
+    """Outputs of timed calls chosen after the fact are judged like any other: fast-and-wrong fails here."""
+    reasons = []
+    if not spots:
+        return [Reason("crash", f"no timed call on {shape} could be spot-checked")]
+    for index, header, blobs in spots:
+        if not header:
+            continue
+        inputs = make_inputs(judge.problem, shape, spec, header["seed"], judge.device)
+        expected = expected_for(judge.problem, inputs, spec)
+        found = check.structural_reasons(header["meta"], expected, judge.device, judge.problem.output_layout)
+        if not found:
+            out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(judge.device)
+            found = conventions.value_reasons(out, expected, spec)
+        for r in found:
+            r.detail = f"[timed call, {spec.name} {shape}] {r.detail}"
+            r.repro = fuzz.repro(record, spec, shape, header["seed"])
+        reasons += found
+        del inputs, expected
+        if found:
+            break
+    return reasons
+
+
+def _physics(entry: dict, peaks: dict, remeasure=None) -> list[Reason]:
+    """Faster than the hardware: below_roofline. Before rejecting, the ceilings are measured again (`remeasure`)
+    and the better figures kept: a ceiling taken while other work shared the GPU reads low (seen on an H100 with
+    three judges at once: 432 TFLOP/s measured for cuBLAS bf16, which runs ~780)."""
+    reasons = _over_ceilings(entry, peaks)
+    if reasons and remeasure is not None:
+        for key, fresh in remeasure().items():
+            old = peaks.get(key)
+            if key == "copy_gbps":
+                peaks[key] = max(old or 0.0, fresh)
+            elif old is None or fresh.get("tflops", 0.0) > old.get("tflops", 0.0):
+                peaks[key] = fresh
+        reasons = _over_ceilings(entry, peaks)
+    return reasons
+
+
+def _remeasure(judge, spec):
+    if judge.device != "cuda":
+        return None
+    from harness.judge.timing.peaks import measure_peaks, remember
+
+    def again() -> dict:
+        try:
+            fresh = measure_peaks(torch.device("cuda"), {spec.name: (spec.torch_dtype(), spec.tf32)})
+        except torch.OutOfMemoryError:     # no room beside the workers' sets: keep the figures measured at start
+            torch.cuda.empty_cache()
+            return {}
+        remember(torch.device("cuda"), fresh)
+        return fresh
+    return again
+
+
+def _over_ceilings(entry: dict, peaks: dict) -> list[Reason]:
+    reasons = []
+    peak = (peaks.get(entry["dtype"]) or {}).get("tflops")
+    if peak and entry["tflops"] > ROOFLINE_MARGIN["tflops"] * peak:
+        reasons.append(Reason("below_roofline", f"{entry['tflops']:.0f} TFLOP/s on {entry['shape']} is over "
+                                                f"{ROOFLINE_MARGIN['tflops']}x the {peak:.0f} measured on this GPU"))
+    bw = peaks.get("copy_gbps")
+    if bw and entry["gbps"] > ROOFLINE_MARGIN["gbps"] * bw:
+        reasons.append(Reason("below_roofline", f"{entry['gbps']:.0f} GB/s on {entry['shape']} is over "
+                                                f"{ROOFLINE_MARGIN['gbps']}x the {bw:.0f} GB/s device copy"))
+    return reasons

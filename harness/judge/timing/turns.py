@@ -1,0 +1,288 @@
+"""Turns on one GPU for every judge that shares it: timing alone, correctness side by side.
+
+Several judges may share a card: `pytest -n 8` on a one-GPU runner, `eval-many --overlap K` (K judge slots per
+GPU), two `gauntlet run`s started by hand. Correctness does not need the card to itself; a timed figure does: a
+kernel of another judge's candidate running beside a timed call slows it, and the quiet check (harness.judge.timing.bench)
+would then rule `background_work` against a candidate that did nothing. So every judge on the machine takes turns
+through two lock files per physical card (its UUID), in the judge's cache folder (harness.judge.process.cache):
+
+- `sharing()`: a correctness call (the judge's inputs and oracle, the candidate's call, the comparison) and a
+  candidate worker's start (its import may run GPU code). Many judges hold it at once.
+- `alone()`: timing one shape, measuring the ceilings, a baseline worker's first quiet-GPU reading. One judge, and
+  no correctness call of any other judge, holds the card.
+
+`alone()` is preferred: a judge waiting for it takes the gate first, so no new `sharing()` starts while it waits
+for those in flight to end (flock alone would let a stream of overlapping shared holders starve it). Both are
+re-entrant within a process (a ceiling re-measured inside a timed shape takes no second lock).
+
+These are flock(2) locks: the kernel drops them when their holder dies, so a killed judge never wedges the card.
+A process that holds one and never lets go (a candidate that opened the file; the worker can read it) can only
+delay: the wait is bounded (GAUNTLET_TURN_WAIT_S, default 1800 s), and then the judge fails with a harness error
+that names the holders (from /proc/locks), never a verdict on its own candidate.
+
+The host has a pair of its own (key `host`), taken after the card's: `sharing()` and `alone()` share it, so the
+host's cards are timed and checked side by side; `host_alone()` (a shape timed again because the busy host starved
+its calls: harness.judge.timing.timed) holds it alone, so no correctness call or timing of any judge on any card runs
+meanwhile. Cards first, then the host, always: no judge holds the host's lock while it waits for a card's.
+
+`others()`: how many other live judges have used this card (`host_others()`: any card of this host); the quiet
+check's `background_work` is the timed candidate's only where that is 0 (harness.judge.timing.timed re-times, then records
+no figure, when it is not).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+import time
+from pathlib import Path
+
+from harness.judge.process import cache
+
+FOLDER = "gpu-turns"
+WAIT_S = 1800.0
+POLL_S = 0.005
+
+
+class TurnTimeout(RuntimeError):
+    """The card's lock was not free within GAUNTLET_TURN_WAIT_S: a harness/machine failure, not the candidate's."""
+
+
+def wait_limit() -> float:
+    raw = os.environ.get("GAUNTLET_TURN_WAIT_S")
+    try:
+        value = float(raw) if raw else WAIT_S
+    except ValueError:
+        value = WAIT_S
+    return value if value > 0 else WAIT_S
+
+
+class Turns:
+    """The two locks of one card, opened once per process."""
+
+    def __init__(self, key: str, folder: Path | None = None):
+        self.key = key
+        self.folder = Path(folder) if folder else cache.cache_root() / FOLDER
+        self._lock = threading.RLock()      # this process's threads take turns among themselves first
+        self._depth = 0
+        self._mode = ""
+        self._files: dict[str, int] = {}
+        self._member: Path | None = None
+
+    # -- the two kinds of turn --------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def sharing(self):
+        with self._turn("shared"):
+            yield
+
+    @contextlib.contextmanager
+    def alone(self):
+        with self._turn("alone"):
+            yield
+
+    @contextlib.contextmanager
+    def _turn(self, mode: str):
+        with self._lock:
+            if self._depth:                 # held already by this process: nested turns are free
+                if mode == "alone" and self._mode == "shared":
+                    raise RuntimeError("harness bug: alone() asked for inside sharing() (would deadlock)")
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            fds = self._open()
+            if fds is None:                 # no lock files (the cache folder cannot be written): one judge assumed
+                yield
+                return
+            gate, gpu = fds
+            self._take(gate, fcntl.LOCK_EX, "the gate")
+            try:
+                self._take(gpu, fcntl.LOCK_EX if mode == "alone" else fcntl.LOCK_SH, "the card")
+            except BaseException:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+                raise
+            if mode == "shared":
+                fcntl.flock(gate, fcntl.LOCK_UN)     # let the next judge in; an alone() waiter keeps it
+            self._depth, self._mode = 1, mode
+            try:
+                yield
+            finally:
+                self._depth, self._mode = 0, ""
+                fcntl.flock(gpu, fcntl.LOCK_UN)
+                if mode == "alone":
+                    fcntl.flock(gate, fcntl.LOCK_UN)
+
+    def _take(self, fd: int, how: int, what: str) -> None:
+        """Poll for the lock (a blocking flock could not be bounded in time without a signal)."""
+        limit = wait_limit()
+        deadline = time.monotonic() + limit
+        pause = POLL_S
+        while True:
+            try:
+                fcntl.flock(fd, how | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TurnTimeout(f"harness error: {what}'s turn lock of GPU {self.key} was not free after "
+                                      f"{limit:.0f} s (GAUNTLET_TURN_WAIT_S); held by process(es) "
+                                      f"{holders(fd) or 'unknown'}: not a verdict on the candidate") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+
+    def _open(self):
+        if "gpu" in self._files:
+            return self._files["gate"], self._files["gpu"]
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for name in ("gate", "gpu"):
+                self._files[name] = os.open(self.folder / f"{self.key}.{name}", os.O_RDWR | os.O_CREAT |
+                                            os.O_CLOEXEC, 0o600)
+        except OSError:
+            self.close()
+            return None
+        self._join()
+        return self._files["gate"], self._files["gpu"]
+
+    # -- who else is judging on this card -----------------------------------------------------------------
+    def _join(self) -> None:
+        """Say this process judges on this card: a file named after it, removed at close (a dead one's is ignored
+        and cleared by the next judge that counts)."""
+        members = self.folder / f"{self.key}.members"
+        try:
+            members.mkdir(exist_ok=True, mode=0o700)
+            me = members / f"{os.getpid()}-{_start_time(os.getpid())}"
+            me.touch()
+            self._member = me
+        except OSError:
+            self._member = None
+
+    def others(self) -> int:
+        """Other live judges that have taken a turn on this card (their process still running)."""
+        members = self.folder / f"{self.key}.members"
+        count = 0
+        try:
+            entries = list(members.iterdir())
+        except OSError:
+            return 0
+        for entry in entries:
+            pid, _, started = entry.name.partition("-")
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            if _start_time(int(pid)) == started:
+                count += 1
+            else:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+        return count
+
+    def close(self) -> None:
+        for fd in self._files.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._files = {}
+        if self._member is not None:
+            with contextlib.suppress(OSError):
+                self._member.unlink()
+            self._member = None
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time (clock ticks after boot): with the pid, names one process, never a reused pid."""
+    from harness.judge.process.pids import stat as _stat
+    st = _stat(pid)
+    return str(st[4]) if st else ""
+
+
+def holders(fd: int) -> list[int]:
+    """The pids that hold a flock on the file behind `fd` (from /proc/locks), for the error message."""
+    try:
+        st = os.fstat(fd)
+        wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        out = []
+        for line in Path("/proc/locks").read_text().splitlines():
+            parts = line.split()
+            if "->" in parts:
+                continue                    # a waiter, not a holder
+            if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == wanted:
+                out.append(int(parts[4]))
+        return sorted(set(out))
+    except (OSError, ValueError, IndexError):
+        return []
+
+
+_TURNS: dict[int, Turns | None] = {}     # CUDA device index -> its card's Turns: named once, not per call
+
+
+def for_device(device: str = "cuda") -> Turns | None:
+    """This process's Turns for its current CUDA card (None on the CPU, or where the card cannot be named)."""
+    if device != "cuda":
+        return None
+    try:
+        import torch
+        index = torch.cuda.current_device()
+        if index not in _TURNS:
+            props = torch.cuda.get_device_properties(index)
+            key = str(getattr(props, "uuid", "") or "") or f"pci-{props.pci_bus_id}-{props.pci_device_id}"
+            _TURNS[index] = Turns("".join(c if c.isalnum() or c in "-_" else "_" for c in key))
+    except (RuntimeError, AssertionError, AttributeError):
+        return None
+    return _TURNS[index]
+
+
+def card(device: str) -> str | None:
+    """The name of `device`'s card that its turns are keyed by (its UUID, else its PCI address); None on the CPU."""
+    turns = for_device(device)
+    return turns.key if turns is not None else None
+
+
+HOST_KEY = "host"
+_HOST: list = []                         # this process's Turns of the host's lock (one per process)
+
+
+def _host() -> Turns:
+    if not _HOST:
+        _HOST.append(Turns(HOST_KEY))
+    return _HOST[0]
+
+
+@contextlib.contextmanager
+def _with_host(card_turn, host_mode: str):
+    """The card's turn, then the host's (always in that order, so no two judges ever wait on each other)."""
+    with card_turn:
+        host = _host()
+        with host.alone() if host_mode == "alone" else host.sharing():
+            yield
+
+
+def sharing(device: str):
+    """A shared turn on `device`'s card, and on the host (nothing to take on the CPU)."""
+    turns = for_device(device)
+    return _with_host(turns.sharing(), "shared") if turns is not None else contextlib.nullcontext()
+
+
+def alone(device: str):
+    """The card to this judge alone (nothing to take on the CPU). The host stays shared: judges on its other cards
+    go on, their timing and their correctness calls alike."""
+    turns = for_device(device)
+    return _with_host(turns.alone(), "shared") if turns is not None else contextlib.nullcontext()
+
+
+def host_alone(device: str):
+    """The card and the whole host to this judge alone: no judge's correctness call or timing on any card of this
+    host meanwhile (harness.judge.timing.timed: a shape whose timed calls the host starved is timed again this way)."""
+    turns = for_device(device)
+    return _with_host(turns.alone(), "alone") if turns is not None else contextlib.nullcontext()
+
+
+def others(device: str) -> int:
+    """Other live judges that have taken a turn on `device`'s card."""
+    turns = for_device(device)
+    return turns.others() if turns is not None else 0
+
+
+def host_others(device: str) -> int:
+    """Other live judges that have taken a turn on any card of this host (sharing this judge's cache folder)."""
+    return _host().others() if for_device(device) is not None else 0
