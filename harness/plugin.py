@@ -37,9 +37,10 @@ def _gpu_count() -> int:
 def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
     """`pytest -n N` on a machine of several GPUs: worker gwI gets one GPU of its own (of those CUDA_VISIBLE_DEVICES
     lets it see, else of all), round-robin, before anything starts CUDA; and where several workers share a GPU,
-    GAUNTLET_JUDGES_PER_GPU says how many (each judge then takes its share of the card's memory: harness.judge.values.memory),
-    unless it is set already. Runs when the plugin is imported, in every xdist worker: from the installed package,
-    so a user's repository gets it too, not only this checkout (its conftest.py is not shipped)."""
+    GAUNTLET_JUDGES_PER_GPU says how many (each judge then takes its share of the card's memory:
+    harness.judge.values.memory), unless it is set already. Runs when the plugin is imported, in every xdist worker:
+    from the installed package, so a user's repository gets it too, not only this checkout (its conftest.py is not
+    shipped)."""
     worker = environ.get("PYTEST_XDIST_WORKER", "")
     if not (worker.startswith("gw") and worker[2:].isdigit()):
         return

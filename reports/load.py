@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# Mirrors of harness.judge.records.results.RUN_SCHEMA / EVAL_SCHEMA and harness.reasons.VERDICTS. Copied rather than imported
-# so that reading results never drags in the harness (and, through it, torch); tests/test_reports.py checks that
-# the copies still match.
+# Mirrors of harness.judge.records.results.RUN_SCHEMA / EVAL_SCHEMA and harness.reasons.VERDICTS. Copied rather than
+# imported so that reading results never drags in the harness (and, through it, torch); tests/test_reports.py checks
+# that the copies still match.
 RUN_SCHEMA = "gauntlet.run/1"
 EVAL_SCHEMA = "gauntlet.eval/1"
 MANY_SCHEMA = "gauntlet.many/1"

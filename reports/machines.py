@@ -127,8 +127,8 @@ def ceilings(group: Group) -> dict:
     """The roofline's ceilings: {"tflops": {dtype: TFLOP/s}, "copy_gbps": GB/s or None, "derived": bool}.
 
     From the runs' measured `peaks` (harness/judge/timing/peaks.py); where a run carries none (eval-many lines hold no
-    peaks), from the records themselves: each timing's peak_fraction is its TFLOP/s over the dtype's measured peak
-    and bw_fraction its GB/s over the copy bandwidth (harness/judge/timing/timed.py), so the ratio gives the ceiling back.
+    peaks), from the records themselves: each timing's peak_fraction is its TFLOP/s over the dtype's measured peak and
+    bw_fraction its GB/s over the copy bandwidth (harness/judge/timing/timed.py), so the ratio gives the ceiling back.
     """
     compute = {k: number(v.get("tflops")) for k, v in group.peaks.items() if isinstance(v, dict)}
     compute = {k: v for k, v in compute.items() if v and v > 0}

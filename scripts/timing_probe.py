@@ -8,12 +8,12 @@ The ratio probe: one process, one shape, candidate gemm/triton_tiled against tor
 interleaved call by call: the harness's held loop with and without the profiler, with and without the L2 flush;
 do_bench_cudagraph.
 
-The window checks: (1) the hold's geometry, and whether a kernel launched on an unordered side stream during the
-hold starts before the hold ends, for torch.cuda._sleep (the old hold, one SM) and harness.gpu.hold; (2) the output
-snapshot reproduces values and strides; (3) the window's margins (harness.judge.timing.window) over honest timed calls of
+The window checks: (1) the hold's geometry, and whether a kernel launched on an unordered side stream during the hold
+starts before the hold ends, for torch.cuda._sleep (the old hold, one SM) and harness.gpu.hold; (2) the output snapshot
+reproduces values and strides; (3) the window's margins (harness.judge.timing.window) over honest timed calls of
 triton_tiled and cuBLAS and of the window fixtures, in process; (4) the ratio probe at 4096^3; (5) gemm/triton_tiled
-judged with timing at 4096^3 (as `gauntlet eval gemm triton_tiled --dtype bfloat16 --examples 2 --max-shapes 1`),
-and the window fixtures (tests/bad, tests/good) judged with timing at 4096^3, for their verdicts and speedups."""
+judged with timing at 4096^3 (as `gauntlet eval gemm triton_tiled --dtype bfloat16 --examples 2 --max-shapes 1`), and
+the window fixtures (tests/bad, tests/good) judged with timing at 4096^3, for their verdicts and speedups."""
 from __future__ import annotations
 
 import json

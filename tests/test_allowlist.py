@@ -1,7 +1,7 @@
-"""One allowlist meaning on both devices (harness/judge/process/kernels.py GLUE_FAMILIES): every op family allowed on one
-device is allowed on the other, routing glue (diff, sort/argsort, bincount, searchsorted, topk, cumsum, histc,
-unique, ...) included, and a matrix product, convolution or attention stays forbidden on both. The CPU side is
-measured here (the aten ops torch's profiler records for real calls); the GPU side from kernel names."""
+"""One allowlist meaning on both devices (harness/judge/process/kernels.py GLUE_FAMILIES): every op family allowed on
+one device is allowed on the other, routing glue (diff, sort/argsort, bincount, searchsorted, topk, cumsum, histc,
+unique, ...) included, and a matrix product, convolution or attention stays forbidden on both. The CPU side is measured
+here (the aten ops torch's profiler records for real calls); the GPU side from kernel names."""
 import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile

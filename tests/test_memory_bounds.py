@@ -1,5 +1,5 @@
-"""Fuzz bounds sized by the device in hand (harness.judge.values.memory): the judge and the candidate together must fit in
-the GPU's free memory, on an 80 GB H100 as on a 141 GB H200. Pure functions of a problem and a budget: CPU tests."""
+"""Fuzz bounds sized by the device in hand (harness.judge.values.memory): the judge and the candidate together must fit
+in the GPU's free memory, on an 80 GB H100 as on a 141 GB H200. Pure functions of a problem and a budget: CPU tests."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
-"""OS confinement of the workers (harness.judge.sandbox) and the judge's bounds on them (harness.judge.process.watchdog).
+"""OS confinement of the workers (harness.judge.sandbox) and the judge's bounds on them
+(harness.judge.process.watchdog).
 
 The escape classes of issue 16, on this machine: tests/good/escape_attempts_all_refused.py (run by
 test_corpus_extra) passes only if every way out is refused; here, the same probe unconfined shows the test can
@@ -192,8 +193,8 @@ def test_a_killed_baseline_worker_is_seen_killed(mode):
 
 
 def test_a_gated_candidate_worker_runs_no_candidate_code_before_its_go(tmp_path):
-    """A deferred start (harness.judge.process.isolate: the candidate's worker spawned beside the baseline worker) does the
-    harness's start-up and then waits: the candidate's module is imported only after finish_start(), so no line of
+    """A deferred start (harness.judge.process.isolate: the candidate's worker spawned beside the baseline worker) does
+    the harness's start-up and then waits: the candidate's module is imported only after finish_start(), so no line of
     it runs before the baseline worker has measured the quiet GPU."""
     import time
 

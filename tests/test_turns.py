@@ -37,7 +37,8 @@ def _holder(folder: Path, mode: str, seconds: float, key: str = "card", wait: bo
 
 
 def _recording(log: list):
-    """turn(name): a stand-in for one of harness.judge.timing.turns' functions that logs `name` each time it is entered."""
+    """turn(name): a stand-in for one of harness.judge.timing.turns' functions that logs `name` each time it is
+    entered."""
     import contextlib
 
     def turn(name):

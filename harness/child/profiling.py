@@ -5,12 +5,12 @@ The profiler is not a dispatch mode (a candidate cannot pop it from its own call
 every call the harness makes to a candidate, correctness and timed alike, and around every timed baseline call, so
 a candidate cannot tell checked calls from timed ones by it, and both sides of a ratio carry the same cost.
 
-One profiler session covers exactly one call (from just before the call to a device-wide sync after it), so every
-GPU kernel and every aten op the session saw belongs to that call, whatever stream or thread ran it: no clock
-alignment between CPU and GPU timestamps is needed. The child only collects names, durations and each GPU
-activity's start and end on the GPU's timeline (relative to the session's first one): the parent decides what is
-allowed (`harness.judge.process.kernels`) and whether every kernel ran inside the measured window (`harness.judge.timing.window`,
-bounded by the harness's hold and end-marker kernels, harness.gpu).
+One profiler session covers exactly one call (from just before the call to a device-wide sync after it), so every GPU
+kernel and every aten op the session saw belongs to that call, whatever stream or thread ran it: no clock alignment
+between CPU and GPU timestamps is needed. The child only collects names, durations and each GPU activity's start and end
+on the GPU's timeline (relative to the session's first one): the parent decides what is allowed
+(`harness.judge.process.kernels`) and whether every kernel ran inside the measured window
+(`harness.judge.timing.window`, bounded by the harness's hold and end-marker kernels, harness.gpu).
 """
 from __future__ import annotations
 

@@ -1,16 +1,15 @@
 """A worker process: imports one candidate (role `candidate`) or only the problem's baselines (role `baseline`), and
 runs calls on request. It judges nothing.
 
-Started by harness.judge.process.isolate as `python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR SOLUTION_PATH
-BACKEND DEVICE BASELINES_JSON GATE FORMAT`, with stdout/stderr sent to a log file. FORMAT is the candidate file's
-(native, kernelbench or gpumode): a file of another format is wrapped into `solve` here (harness.child.adapters),
-and everything after that is the same. The problem and its baselines come as the files the parent resolved (a
-folder, and {label: file}), never as names to look up again: the worker judges against exactly what the parent
-loaded, wherever it lives (a user's project, a checkout, site-packages). The baseline worker never imports candidate
-code, so nothing a candidate does to its own process (patched functions, environment, torch switches, threads)
-reaches the baselines' times. For each request the worker regenerates inputs from the seed it is given, calls, and
-sends back output bytes plus what it observed (the profiler's kernels and ops, state changes, threads). The parent
-computes every verdict.
+Started by harness.judge.process.isolate as `python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR
+SOLUTION_PATH BACKEND DEVICE BASELINES_JSON GATE FORMAT`, with stdout/stderr sent to a log file. FORMAT is the candidate
+file's (native, kernelbench or gpumode): a file of another format is wrapped into `solve` here (harness.child.adapters),
+and everything after that is the same. The problem and its baselines come as the files the parent resolved (a folder,
+and {label: file}), never as names to look up again: the worker judges against exactly what the parent loaded, wherever
+it lives (a user's project, a checkout, site-packages). The baseline worker never imports candidate code, so nothing a
+candidate does to its own process (patched functions, environment, torch switches, threads) reaches the baselines'
+times. For each request the worker regenerates inputs from the seed it is given, calls, and sends back output bytes plus
+what it observed (the profiler's kernels and ops, state changes, threads). The parent computes every verdict.
 """
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def run(args) -> int:
         # The device's ceilings are measured by each judge process once, before its first candidate runs.
         many.judge_all(problem, candidates, opts, lines, executor, run, fmt=args.format, backend=args.backend,
                        progress=lambda i, n, what: output.progress(i, n, problem.id, what,
-                                                             {"t0": run.t0, "done": run.tally["judged"]}),
+                                                                   {"t0": run.t0, "done": run.tally["judged"]}),
                        ship_source=executor.kind == "ray")
     except interrupt.Interrupted as stop:
         lines.write(run.summary(stopped=stop.name))

@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             blame = "problem" if isinstance(exc, ProblemError) else "user"
             print(f"gauntlet: error: {exc}", file=sys.stderr)
             if want_json:
-                output.emit_json({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame, "error": str(exc)})
+                output.emit_json({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame,
+                                  "error": str(exc)})
             return 2
         except interrupt.Interrupted as stop:
             # Stopped outside a judgement (starting up, or after the verdict was printed): nothing to keep.

@@ -46,10 +46,10 @@ def run(args) -> int:
         original = solution.path.read_text()
         if args.json:
             output.emit_json({"schema": mutate.SCHEMA, "problem": problem.id, "solution": solution.name,
-                        "produced": produced, "mutants": [
-                            {"id": i, "operator": m.operator, "description": m.description, "line": m.line,
-                             "function": m.function, "diff": m.diff(original, solution.path.name)}
-                            for i, m in enumerate(chosen)]})
+                              "produced": produced, "mutants": [
+                                  {"id": i, "operator": m.operator, "description": m.description, "line": m.line,
+                                   "function": m.function, "diff": m.diff(original, solution.path.name)}
+                                  for i, m in enumerate(chosen)]})
         else:
             print(f"{len(chosen)} of {produced} mutants (seed {args.seed}):")
             for i, m in enumerate(chosen):

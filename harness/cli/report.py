@@ -40,8 +40,8 @@ def run(args) -> int:
     out = build(args.results, args.out_dir, compare=compare, fail_on=fail_on)
     if getattr(args, "json", False):
         output.emit_json({"schema": "gauntlet.report/1", "markdown": str(out["markdown"]), "html": str(out["html"]),
-                    "rows": out["rows"],
-                    "regressions": len(out["compare"]["regressions"]) if out["compare"] is not None else None})
+                          "rows": out["rows"],
+                          "regressions": len(out["compare"]["regressions"]) if out["compare"] is not None else None})
         return 0
     print(markdown_table([read_run(Path(p)) for p in args.results]))
     print(f"\nwrote {out['markdown']} and {out['html']}", file=sys.stderr)

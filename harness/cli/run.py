@@ -41,8 +41,8 @@ def run(args) -> int:
         raise UsageError("nothing to run: no solution matches the filters")
     options.check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
     if device == "cpu" and not args.examples:
-        print(f"gauntlet run on the CPU: {options.CPU_RUN_EDGES} edge cases and {options.CPU_RUN_EXAMPLES} examples per dtype and "
-              "no timing (a smoke check; "
+        print(f"gauntlet run on the CPU: {options.CPU_RUN_EDGES} edge cases and {options.CPU_RUN_EXAMPLES} examples "
+              "per dtype and no timing (a smoke check; "
               "--examples N for more, a GPU for speed figures)", file=sys.stderr)
     executor = options.executor(args, device)
     results = ResultsFile(Path(args.out), output.env(device), resume=not args.fresh)
@@ -68,7 +68,7 @@ def run(args) -> int:
                     settled.add(key)
                     failed += old.get("verdict") not in ("pass", "unsupported")
                     output.progress(len(settled), len(plan), key,
-                              f"unchanged since it was judged: {old.get('verdict')} (resumed)")
+                                    f"unchanged since it was judged: {old.get('verdict')} (resumed)")
                     continue
                 why[i] = ("re-judged", f"re-judging: {', '.join(changed)} changed")
             else:
@@ -98,8 +98,8 @@ def run(args) -> int:
             clock["done"] += 1
             on = f" on GPU {result['where']['device']}" if result["where"].get("executor") in ("local", "ray") \
                 and result["where"].get("device") else ""
-            output.progress(len(settled), len(plan), keys[i], f"{record.verdict}{' (' + codes + ')' if codes else ''} "
-                                                        f"in {result['wall_s']:.1f}s{on}", clock)
+            verdict = f"{record.verdict}{' (' + codes + ')' if codes else ''}"
+            output.progress(len(settled), len(plan), keys[i], f"{verdict} in {result['wall_s']:.1f}s{on}", clock)
         together = ""
         if device == "cuda":
             from harness.executors.exclusive import timed_together

@@ -108,4 +108,3 @@ class RayExecutor:
             with contextlib.suppress(Exception):
                 self.ray.shutdown()
             self.started = False
-

@@ -1,12 +1,12 @@
 """A judge slot: `python -m harness.executors.slot`, started by harness.executors.local with
 CUDA_VISIBLE_DEVICES naming its one GPU (set before this process starts, so before anything here starts CUDA).
 
-It reads jobs (harness.executors.task), one JSON line each, on standard input, judges each in this process
-(which starts the candidate's confined workers as `gauntlet eval` does; they inherit this environment, so they see
-only this slot's GPU), and writes one result line per job on what was its standard output. Anything else that
-would be printed goes to standard error (the driver's), so the result channel carries results only.
-A line {"prestart": JOB} names the job this slot will get next (the driver writes it just before the current job):
-that candidate's worker is started, gated, so its start-up overlaps the current judgement (harness.judge.process.standby).
+It reads jobs (harness.executors.task), one JSON line each, on standard input, judges each in this process (which starts
+the candidate's confined workers as `gauntlet eval` does; they inherit this environment, so they see only this slot's
+GPU), and writes one result line per job on what was its standard output. Anything else that would be printed goes to
+standard error (the driver's), so the result channel carries results only. A line {"prestart": JOB} names the job this
+slot will get next (the driver writes it just before the current job): that candidate's worker is started, gated, so its
+start-up overlaps the current judgement (harness.judge.process.standby).
 """
 from __future__ import annotations
 

@@ -95,9 +95,9 @@ class Judge:
         if any(k != key for k, _ in self.history):
             self.history.clear()           # a new case: free the last one's expectations before building any
             if self.device == "cuda":
-                # and hand the cached blocks back: sizes change from case to case, so the caching allocator's
-                # reserve would otherwise grow past this judge's share (harness.judge.values.memory), and the candidate's
-                # worker on the same GPU would run out of memory building its inputs (seen on an H100, 4 judges).
+                # and hand the cached blocks back: sizes change from case to case, so the caching allocator's reserve
+                # would otherwise grow past this judge's share (harness.judge.values.memory), and the candidate's worker
+                # on the same GPU would run out of memory building its inputs (seen on an H100, 4 judges).
                 torch.cuda.empty_cache()
         phases = self.phases.setdefault(spec.name, {"expect": 0.0, "request": 0.0, "check": 0.0, "output_gib": 0.0})
         t0 = time.monotonic()

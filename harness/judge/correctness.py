@@ -96,7 +96,8 @@ def fuzz_dtype(judge: Judge, spec: DtypeSpec, opts, record: EvalRecord) -> list[
 
 
 def _fits(problem, spec: DtypeSpec, opts):
-    """The device's memory as a bound on the cases (harness.judge.values.memory): read when the dtype's judgement starts."""
+    """The device's memory as a bound on the cases (harness.judge.values.memory), read when the dtype's judgement
+    starts."""
     return memory.fits_predicate(problem, spec.torch_dtype().itemsize, memory.device_budget(opts.device))
 
 

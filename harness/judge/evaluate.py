@@ -25,7 +25,6 @@ from harness.problem import Problem
 from harness.reasons import Reason, verdict_of
 
 
-
 @dataclass
 class Options:
     device: str = "cpu"
@@ -111,16 +110,15 @@ def _nothing_judged(problem: Problem, solution: SolutionInfo, opts: Options) -> 
 
 def _judge_all(problem, solution, opts, record, dtypes) -> None:
     timing = opts.device == "cuda" and opts.timing and not opts.case
-    # The baseline worker starts first: it measures the idle GPU's flush time before any candidate code exists.
-    # The candidate's worker is spawned beside it, gated: its harness start-up (imports: most of a worker's
-    # start) overlaps the baseline's, and it touches the GPU and imports the candidate only once the baseline
-    # worker has said hello (harness.judge.process.isolate, deferred start).
-    # Where this card's idle flush time is known from an earlier judgement (harness.judge.timing.peaks.cached_quiet), the
-    # candidate is not held back: both workers are let go together, their GPU start-up inside one shared turn
-    # (_start_judge), and the known idle time stands in for the one the baseline worker measures then, beside the
-    # candidate (timed.ensure_baseline).
-    # Many judgements in one process (eval-many, run): the baseline worker may be the last judgement's, and this
-    # candidate's worker may have been started, gated, during it (harness.judge.process.standby).
+    # The baseline worker starts first: it measures the idle GPU's flush time before any candidate code exists. The
+    # candidate's worker is spawned beside it, gated: its harness start-up (imports: most of a worker's start) overlaps
+    # the baseline's, and it touches the GPU and imports the candidate only once the baseline worker has said hello
+    # (harness.judge.process.isolate, deferred start). Where this card's idle flush time is known from an earlier
+    # judgement (harness.judge.timing.peaks.cached_quiet), the candidate is not held back: both workers are let go
+    # together, their GPU start-up inside one shared turn (_start_judge), and the known idle time stands in for the one
+    # the baseline worker measures then, beside the candidate (timed.ensure_baseline). Many judgements in one process
+    # (eval-many, run): the baseline worker may be the last judgement's, and this candidate's worker may have been
+    # started, gated, during it (harness.judge.process.standby).
     stages = Stages(record)
     base = None
     if timing:

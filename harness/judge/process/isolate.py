@@ -25,8 +25,6 @@ from harness.judge.sandbox.limits import Limits
 from harness.reasons import CODES, Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
-
-
 MAX_FILE_BYTES = 1 << 30     # a candidate printing without end would otherwise fill the disk with its log
 DEFAULT_SANDBOX = "auto"     # the mode a Child gets unless told; the CLI and the plugin pass the user's choice
 

@@ -2,11 +2,11 @@
 
 An allowlist, not a list of forbidden names. For a non-torch backend:
 - on the GPU, every kernel that ran during a call, on any stream and thread, must be the candidate's own (a kernel
-  its backend compiled: Triton, CuPy, CuTe) or one of torch's glue kernels (GLUE_FAMILIES: copies, fills,
-  elementwise math, reductions, indexing, scans, sorting and selection, searching and counting). A library kernel (cuBLAS, cuBLASLt, CUTLASS library, cuDNN,
-  flash/mem-efficient attention, cuSPARSE, cuFFT, ...) or any other torch kernel (softmax, norms, im2col, ...) is
-  `forbidden_op`, named. Every call must run at least one kernel of its own, and in timed calls its own kernels
-  must take most of the kernel time (glue is glue, not the computation).
+  its backend compiled: Triton, CuPy, CuTe) or one of torch's glue kernels (GLUE_FAMILIES: copies, fills, elementwise
+  math, reductions, indexing, scans, sorting and selection, searching and counting). A library kernel (cuBLAS, cuBLASLt,
+  CUTLASS library, cuDNN, flash/mem-efficient attention, cuSPARSE, cuFFT, ...) or any other torch kernel (softmax,
+  norms, im2col, ...) is `forbidden_op`, named. Every call must run at least one kernel of its own, and in timed calls
+  its own kernels must take most of the kernel time (glue is glue, not the computation).
 - on the CPU, every aten op run during the call, on any thread, must be in one of the same families (ops run by
   Triton's interpreter inside one of the candidate's launches are the kernel's), and a Triton solution must
   launch at least one kernel of its own in every call.

@@ -3,8 +3,8 @@
 `gauntlet eval` starts its workers as always.
 
 - The next candidate's worker, gated: started (the interpreter, the harness, torch: most of a worker's start-up)
-  while the current candidate is judged, it touches the GPU and imports its candidate only when its own judgement
-  lets it go (harness.judge.process.isolate, deferred start), exactly as `gauntlet eval`'s gated worker. Each candidate is
+  while the current candidate is judged, it touches the GPU and imports its candidate only when its own judgement lets
+  it go (harness.judge.process.isolate, deferred start), exactly as `gauntlet eval`'s gated worker. Each candidate is
   still judged in a fresh process of its own, started for it and for nothing else.
 - The baseline worker, kept from one judgement to the next on the same problem. It runs only the problem's
   baselines, never candidate code, and is kept only while every candidate beside it was confined in a Landlock

@@ -50,8 +50,8 @@ def fingerprint(problem, solution, opts) -> dict:
 
 
 def interpreter_digest(env: dict) -> str:
-    """The verified interpreter (harness.judge.process.environment): which package files differ from their install record,
-    and every `.pth` file start-up runs. A `.pth` dropped into site-packages, or an edited torch, re-judges."""
+    """The verified interpreter (harness.judge.process.environment): which package files differ from their install
+    record, and every `.pth` file start-up runs. A `.pth` dropped into site-packages, or an edited torch, re-judges."""
     h = hashlib.sha256(repr((sorted(env.get("modified", [])), sorted(env.get("pth", {}).items()))).encode())
     return h.hexdigest()[:16]
 

@@ -1,5 +1,5 @@
-"""What a command stopped by SIGINT or SIGTERM says (harness.judge.records.interrupt does the stopping): the command that
-resumes a run, the one line that tells what was judged and what was not, the mark in the results file, and the
+"""What a command stopped by SIGINT or SIGTERM says (harness.judge.records.interrupt does the stopping): the command
+that resumes a run, the one line that tells what was judged and what was not, the mark in the results file, and the
 `interrupted` record `gauntlet eval` prints in place of a verdict.
 
 Kept apart from the CLI so that the words a user (or a CI log) reads after a stop can be tested without a run.

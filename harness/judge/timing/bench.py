@@ -14,11 +14,11 @@ drift cancel in the ratio; the speedup's interval is a bootstrap over rounds (pa
 samples.
 
 Every timed call is a checked call: the profiler runs around each one, and the parent judges each call's kernels
-(harness.judge.process.kernels) and whether each of them ran inside the call's measured window (harness.judge.timing.window: a
-kernel beside the hold or past the end event is `tampering`; the baseline's calls are checked alike, and a failure
-there is a harness bug); after a batch it picks, with SystemRandom, whether and which of its calls to spot-check
-(the outputs' snapshots, taken when each window closed, are kept until then, so the candidate cannot know which call
-will be checked, nor change an output afterwards).
+(harness.judge.process.kernels) and whether each of them ran inside the call's measured window
+(harness.judge.timing.window: a kernel beside the hold or past the end event is `tampering`; the baseline's calls are
+checked alike, and a failure there is a harness bug); after a batch it picks, with SystemRandom, whether and which of
+its calls to spot-check (the outputs' snapshots, taken when each window closed, are kept until then, so the candidate
+cannot know which call will be checked, nor change an output afterwards).
 
 The hold's length is the judge's: HOLD_MS (harness.gpu, the hold of every correctness call too), longer only when a
 baseline's own host launch, measured in the clean worker, needs more; never derived from the candidate's launch (a

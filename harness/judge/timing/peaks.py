@@ -10,7 +10,7 @@ import torch
 from harness.gpu import Flusher, held_ms
 from harness.judge.process import cache
 
-STORE = "peaks.json"      # in the judge's cache folder (harness.judge.process.cache): per card, its ceilings and idle flush
+STORE = "peaks.json"      # in the judge's cache folder (harness.judge.process.cache): per card, ceilings and idle flush
 
 
 def measure_peaks(device, dtypes: dict) -> dict:
@@ -144,4 +144,3 @@ def _card_key(device) -> str:
         pass
     return "|".join([props.name, str(getattr(props, "uuid", "")), f"driver {driver.value}",
                      f"torch {torch.__version__}", f"cuda {torch.version.cuda}"])
-

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from harness.judge.timing import scoring
 
-# A timed call is starved when the GPU sat idle inside its window, waiting for the host to launch the call's work,
-# for longer than this (harness.judge.timing.window: idle_us): the hold had run out before the launch was queued. Seen on
-# two H200s of one host with four judges on it: a Triton GEMM's median call 0.22-0.30 ms instead of 0.19, its
-# launch 0.33 ms instead of 0.16, and a speedup read 0.62 [0.55, 0.72] that one judge alone read 0.976.
+# A timed call is starved when the GPU sat idle inside its window, waiting for the host to launch the call's work, for
+# longer than this (harness.judge.timing.window: idle_us): the hold had run out before the launch was queued. Seen on
+# two H200s of one host with four judges on it: a Triton GEMM's median call 0.22-0.30 ms instead of 0.19, its launch
+# 0.33 ms instead of 0.16, and a speedup read 0.62 [0.55, 0.72] that one judge alone read 0.976.
 STARVE_US, STARVE_SHARE = 10.0, 0.03     # µs, plus this share of the call's own time
 
 

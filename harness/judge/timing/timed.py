@@ -113,9 +113,9 @@ def _candidate_could_kill(judge, detail: str) -> bool:
 
 
 # A side whose starved calls moved its median call time by more than the precision timing stops at
-# (harness.judge.timing.starved.starved_shift), or whose median is itself a starved call, was slowed by its host. A share of
-# starved calls was the first rule (more than a fifth): on two H200s it sent 41 of 75 shapes of the suite back to a
-# quiet host, most of them for one starved first call per batch that moved no median, and the suite took 1558 s of
+# (harness.judge.timing.starved.starved_shift), or whose median is itself a starved call, was slowed by its host. A
+# share of starved calls was the first rule (more than a fifth): on two H200s it sent 41 of 75 shapes of the suite back
+# to a quiet host, most of them for one starved first call per batch that moved no median, and the suite took 1558 s of
 # judging where it had taken 1128.
 HOST_SHIFT = PRECISION
 
@@ -127,14 +127,14 @@ def _time_shape_alone(judge, spec, shape, opts, record):
     the card is busy again it gets no figure, with the reason in the entry, and no reason against this candidate.
     Alone on the card (no other judge), a busy GPU is this candidate's leftover work: `background_work`.
 
-    The card alone is not the host alone: judges on the host's other GPUs go on with their correctness calls
-    (process start-ups, GB-sized transfers, comparisons), and a host that busy can launch a call's work after the
-    hold has run out, so the events count the host's delay as the GPU's (two H200s of one host, four judges: a
-    0.976 Triton GEMM read 0.62 [0.55, 0.72]). Where any side's starved calls (harness.judge.timing.starved.starved_call) moved
-    its median by more than HOST_SHIFT, or most of them were starved, while other judges were on this host, the shape
-    is timed again with the host to this judge alone (turns.host_alone: no correctness call of any judge on any card
-    meanwhile), and that figure stands (`host_alone`: true), starved or not: with the host quiet, a launch that
-    outlasts the hold is the side's own.
+    The card alone is not the host alone: judges on the host's other GPUs go on with their correctness calls (process
+    start-ups, GB-sized transfers, comparisons), and a host that busy can launch a call's work after the hold has run
+    out, so the events count the host's delay as the GPU's (two H200s of one host, four judges: a 0.976 Triton GEMM read
+    0.62 [0.55, 0.72]). Where any side's starved calls (harness.judge.timing.starved.starved_call) moved its median by
+    more than HOST_SHIFT, or most of them were starved, while other judges were on this host, the shape is timed again
+    with the host to this judge alone (turns.host_alone: no correctness call of any judge on any card meanwhile), and
+    that figure stands (`host_alone`: true), starved or not: with the host quiet, a launch that outlasts the hold is the
+    side's own.
 
     The entry says when the judge held the card and which card (`alone`: wall-clock seconds, the card's UUID), so
     that anyone can check from the records alone that no two candidates were timed on one card at once

@@ -1,10 +1,10 @@
 """Turns on one GPU for every judge that shares it: timing alone, correctness side by side.
 
-Several judges may share a card: `pytest -n 8` on a one-GPU runner, `eval-many --overlap K` (K judge slots per
-GPU), two `gauntlet run`s started by hand. Correctness does not need the card to itself; a timed figure does: a
-kernel of another judge's candidate running beside a timed call slows it, and the quiet check (harness.judge.timing.bench)
-would then rule `background_work` against a candidate that did nothing. So every judge on the machine takes turns
-through two lock files per physical card (its UUID), in the judge's cache folder (harness.judge.process.cache):
+Several judges may share a card: `pytest -n 8` on a one-GPU runner, `eval-many --overlap K` (K judge slots per GPU), two
+`gauntlet run`s started by hand. Correctness does not need the card to itself; a timed figure does: a kernel of another
+judge's candidate running beside a timed call slows it, and the quiet check (harness.judge.timing.bench) would then rule
+`background_work` against a candidate that did nothing. So every judge on the machine takes turns through two lock files
+per physical card (its UUID), in the judge's cache folder (harness.judge.process.cache):
 
 - `sharing()`: a correctness call (the judge's inputs and oracle, the candidate's call, the comparison) and a
   candidate worker's start (its import may run GPU code). Many judges hold it at once.
@@ -25,9 +25,9 @@ host's cards are timed and checked side by side; `host_alone()` (a shape timed a
 its calls: harness.judge.timing.timed) holds it alone, so no correctness call or timing of any judge on any card runs
 meanwhile. Cards first, then the host, always: no judge holds the host's lock while it waits for a card's.
 
-`others()`: how many other live judges have used this card (`host_others()`: any card of this host); the quiet
-check's `background_work` is the timed candidate's only where that is 0 (harness.judge.timing.timed re-times, then records
-no figure, when it is not).
+`others()`: how many other live judges have used this card (`host_others()`: any card of this host); the quiet check's
+`background_work` is the timed candidate's only where that is 0 (harness.judge.timing.timed re-times, then records no
+figure, when it is not).
 """
 from __future__ import annotations
 

@@ -115,10 +115,10 @@ def retained_reasons(meta: dict) -> list[Reason]:
 FP32_UNIT_ROUNDOFF = 2.0**-24
 
 
-# The comparison's float64 temporaries (the output upcast, the rounded oracle, errors, interval ends, round_to's
-# own) number about fifteen per element. On the full output of a large case (bmm with K = 1 has a 4e9-element
-# output within its fuzz budget) they alone would fill an 80 GB GPU, so values are compared a slab of leading-dim
-# rows at a time: the workspace is bounded by CHUNK_ELEMENTS, whatever the case, and harness.judge.values.memory budgets it.
+# The comparison's float64 temporaries (the output upcast, the rounded oracle, errors, interval ends, round_to's own)
+# number about fifteen per element. On the full output of a large case (bmm with K = 1 has a 4e9-element output within
+# its fuzz budget) they alone would fill an 80 GB GPU, so values are compared a slab of leading-dim rows at a time: the
+# workspace is bounded by CHUNK_ELEMENTS, whatever the case, and harness.judge.values.memory budgets it.
 CHUNK_ELEMENTS = 1 << 24
 
 
