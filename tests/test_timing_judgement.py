@@ -23,23 +23,25 @@ def _call(*kernels_, ops=(), launches=()):
     return {"kernels": [list(k) for k in kernels_], "ops": list(ops), "launches": list(launches), "marked": True}
 
 
-def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0, starve_us=0.0):
+def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0, starve_us=0.0, tail_us=0.0):
     """A timed call's reply as an honest worker sends it (harness.child.timing): the hold (starting at 0 on the
     profiler's GPU timeline), the start event as the hold ends, the begin marker 1 us later (1 us long), the call's
     kernel after it, the end event 1 us after the kernel, then the snapshot and the end marker. `extra`: (name,
     start ns, end ns) kernels of the call on other streams. `late_us`: the host recorded the start event that long
     after the hold ended. `starve_us`: the host launched the kernel that long after the start event fired (the hold
-    ran out first). Returns (call, the events' ms)."""
+    ran out first). `tail_us`: the host recorded the end event that long after the kernel had ended (solve returned
+    late). Returns (call, the events' ms)."""
     hold_end = int(hold_ms * 1e6)
     start = hold_end + int(late_us * 1e3)
     k0 = start + 3000 + int(starve_us * 1e3)
     k1 = k0 + int(ms * 1e6)
+    end = k1 + 1000 + int(tail_us * 1e3)
     rows = [(HOLD, 0, hold_end), (BEGIN, start + 1000, start + 2000), (kernel, k0, k1),
-            (SNAP, k1 + 2000, k1 + 22000), (MARK, k1 + 23000, k1 + 24000)]
+            (SNAP, end + 1000, end + 21000), (MARK, end + 22000, end + 23000)]
     rows += list(extra)
     call = {"kernels": [[n, (b - a) / 1e3] for n, a, b in rows], "spans": [[a, b] for _, a, b in rows],
             "ops": [], "launches": [], "marked": True, "snaps": 1}
-    return call, (k1 + 1000 - start) / 1e6
+    return call, (end - start) / 1e6
 
 
 # --- the allowlist ---------------------------------------------------------------------------------------------
@@ -363,6 +365,27 @@ def test_a_call_the_host_launched_after_the_hold_ran_out_shows_its_idle_time_and
     assert window._idle(0.0, 100.0, []) == 100.0
 
 
+def test_a_starved_calls_idle_time_is_placed_before_between_or_after_its_kernels():
+    """Which host delay set a starved call: its launch late (before its first kernel), the host slow between two
+    launches, or solve returning (and the end event recorded) after the work had finished."""
+    cases = {"before": _timed(starve_us=300.0), "after": _timed(tail_us=300.0),
+             "between": _timed(ms=0.1, extra=[("_gemm_kernel", 1_000_000 + 3000 + 400_000, 1_000_000 + 3000 + 500_000)],
+                               tail_us=400.0)}
+    for where, (call, ms) in cases.items():
+        problems, margins = window.check(call, ms)
+        assert problems == [] and starved.starved_call(margins, ms), where
+        counts = starved.starved_where([{"ms": [ms], "window": [margins]}])
+        assert counts == {"before": 0, "between": 0, "after": 0, where: 1}, (where, margins)
+    _, margins = window.check(*_timed(starve_us=300.0))
+    assert 300 <= margins["idle_before_us"] < 305 and margins["idle_after_us"] < 3
+    _, margins = window.check(*_timed(tail_us=300.0))
+    assert margins["idle_before_us"] < 5 and 300 <= margins["idle_after_us"] < 305
+    # a call that was not starved is not counted, wherever its few microseconds of idle lay
+    call, ms = _timed()
+    assert starved.starved_where([{"ms": [ms], "window": [window.check(call, ms)[1]]}]) == \
+        {"before": 0, "between": 0, "after": 0}
+
+
 def test_the_figures_count_each_sides_starved_calls():
     s, _ = _schedule()
     s.cand.starve_us = 200.0
@@ -370,6 +393,7 @@ def test_the_figures_count_each_sides_starved_calls():
     figs = s.figures()
     starved, calls = figs["candidate"]["starved_calls"]
     assert calls > 0 and starved == calls and figs["candidate"]["starved_shift"] is None   # its median is starved
+    assert figs["candidate"]["starved_where"]["before"] == calls
     assert figs["cublas"]["starved_calls"][0] == 0 and figs["cublas"]["starved_shift"] == 0.0
 
 

@@ -39,7 +39,7 @@ from harness.gpu import HOLD_MS
 from harness.judge.process import kernels, replies
 from harness.judge.process.isolate import Child, ChildFailed
 from harness.judge.timing import scoring, window
-from harness.judge.timing.starved import starved_flags, starved_shift
+from harness.judge.timing.starved import starved_flags, starved_shift, starved_where
 from harness.reasons import Reason
 
 HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
@@ -302,6 +302,7 @@ class Schedule:
             out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
                           "calls": len(ms), "starved_calls": [starved, len(ms)],
                           "starved_shift": None if shift is None else round(shift, 5),
+                          "starved_where": starved_where(rounds),
                           "rounds": {r["round"]: r["ms"] for r in rounds},
                           "clock_gap_ms": scoring.median(gaps),
                           "kernels": kernels.summary([c for r in rounds for c in r["calls"]]),

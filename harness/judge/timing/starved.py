@@ -39,3 +39,20 @@ def starved_shift(rounds: list[dict]) -> float | None:
     if 2 * len(calm) <= len(flags):
         return None
     return scoring.median([x for x, _ in flags]) / scoring.median(calm) - 1.0
+
+
+def starved_where(rounds: list[dict]) -> dict:
+    """Where each starved call's idle time mostly lay (harness.judge.timing.window: _idle_ends): `before` its first
+    kernel (the launch reached the GPU after the hold ran out), `after` its last kernel (solve returned, and the end
+    event was recorded, after the work had finished), or `between` its kernels (the host was slow between launches).
+    So a record says which host delay set a starved figure (issue 20: a kernel read 0.66 in one run and 1.00 in the
+    next, most of its calls starved in the first), without another run."""
+    out = {"before": 0, "between": 0, "after": 0}
+    for r in rounds:
+        for m, x in zip(r.get("window") or [], r["ms"]):
+            if not starved_call(m, x) or m.get("idle_before_us") is None:
+                continue
+            before, after = m["idle_before_us"], m.get("idle_after_us") or 0.0
+            parts = {"before": before, "after": after, "between": max(0.0, m["idle_us"] - before - after)}
+            out[max(parts, key=parts.get)] += 1
+    return out

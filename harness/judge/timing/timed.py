@@ -220,7 +220,7 @@ def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
              "rounds": len(cand["rounds"]), "calls_per_batch": schedule.calls,
              "clock_gap_ms": cand["clock_gap_ms"], "kernels": cand["kernels"][:8], "window_us": cand["window_us"],
              "starved_calls": cand["starved_calls"], "starved_shift": cand["starved_shift"],
-             "tflops": flops / cand["ms"] / 1e9,
+             "starved_where": cand["starved_where"], "tflops": flops / cand["ms"] / 1e9,
              "gbps": nbytes / cand["ms"] / 1e6, "baselines": {}}
     peak = (peaks.get(spec.name) or {}).get("tflops")
     entry["peak_fraction"] = entry["tflops"] / peak if peak else None
@@ -236,7 +236,7 @@ def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
             "tflops": flops / side["ms"] / 1e9, "note": schedule.notes.get(label, ""), "host_ms": side["host_ms"],
             "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4], "window_us": side["window_us"],
             "starved_calls": side["starved_calls"], "starved_shift": side["starved_shift"],
-            "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
+            "starved_where": side["starved_where"], "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
     return entry
 
 

@@ -94,7 +94,10 @@ def check(call: dict, ms: float) -> tuple[list[str], dict]:
         elif b > limit:
             problems.append(f"{names[i][:90]!r} ended {after_us:.1f} us after the end event: it ran past the "
                             "measured window")
-    margins = {"idle_us": round(_idle(opened, close, [s for i, s in enumerate(spans) if i not in ours]) / 1e3, 2),
+    theirs = [s for i, s in enumerate(spans) if i not in ours]
+    before, after = _idle_ends(opened, close, theirs)
+    margins = {"idle_us": round(_idle(opened, close, theirs) / 1e3, 2),
+               "idle_before_us": round(before / 1e3, 2), "idle_after_us": round(after / 1e3, 2),
                "start_us": None if early == math.inf else round(early, 2),
                "end_us": None if late == math.inf else round(late, 2),
                "marker_after_end_us": round((mark_start - opened) / 1e3 - ms * 1e3, 2),
@@ -142,6 +145,16 @@ def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> floa
     if run_b is not None:
         covered += run_b - run_a
     return max(0.0, (close - opened) - covered)
+
+
+def _idle_ends(opened: float, close: float, spans: list[tuple[float, float]]) -> tuple[float, float]:
+    """Of a window's idle time (ns), how much came before the call's first kernel started (its launch reached the
+    GPU late: the host was slow before or during the launch) and after its last kernel ended (the end event was
+    recorded late: the host was slow after the launch, before solve returned). The rest lies between kernels."""
+    inside = [(max(a, opened), min(b, close)) for a, b in spans if b > opened and a < close]
+    if not inside:
+        return max(0.0, close - opened), 0.0
+    return max(0.0, min(a for a, _ in inside) - opened), max(0.0, close - max(b for _, b in inside))
 
 
 def batch_problems(header: dict) -> tuple[list[tuple[int, str]], list[dict]]:
