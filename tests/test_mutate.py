@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -225,13 +226,25 @@ def test_a_mutant_is_judged_dtype_by_dtype(monkeypatch, per_dtype, outcome, judg
     assert result["stillborn_in"] == [d for d in judged if per_dtype[d] is _REFUSED]
 
 
-def test_failing_cases_of_mutants_stay_out_of_the_replay_store(tmp_path):
-    before = failures.DIR
-    with mutate._failures_in(tmp_path / "f"):
-        failures.save("gemm", tmp_path / "m.py", "float16", "cpu", {"M": 1}, 3)
-        assert failures.load("gemm", tmp_path / "m.py", "float16", "cpu") == [({"M": 1}, 3)]
-    assert failures.DIR == before and list((tmp_path / "f").rglob("*.json"))
+def test_failing_cases_of_mutants_stay_out_of_the_replay_store(tmp_path, monkeypatch):
+    """The cases go where the judgement's Options.failures_dir says (mutate: a temporary folder), never into the
+    default store, and every dtype's judgement of a mutant is told so."""
+    monkeypatch.setattr(failures, "DIR", tmp_path / "store")
+    failures.save("gemm", tmp_path / "m.py", "float16", "cpu", {"M": 1}, 3, where=tmp_path / "f")
+    assert failures.load("gemm", tmp_path / "m.py", "float16", "cpu", where=tmp_path / "f") == [({"M": 1}, 3)]
+    assert list((tmp_path / "f").rglob("*.json")) and not (tmp_path / "store").exists()
     assert failures.load("gemm", tmp_path / "m.py", "float16", "cpu") == []
+    seen = []
+
+    def fake_evaluate(problem, solution, opts):
+        seen.append(opts.failures_dir)
+        return SimpleNamespace(verdict="pass", reasons=[])
+
+    monkeypatch.setattr(mutate, "evaluate", fake_evaluate)
+    problem = discover.get_problem("gemm")
+    solution = discover.get_solution("gemm", "triton_tiled")
+    mutate.judge(problem, solution, mutate.Settings(dtypes=("float16", "float32"), failures_dir=str(tmp_path / "f")))
+    assert seen == [str(tmp_path / "f")] * 2
 
 
 @needs.triton_cpu

@@ -62,7 +62,7 @@ def fuzz_dtype(judge: Judge, spec: DtypeSpec, opts, record: EvalRecord) -> list[
             shape, case_seed = fuzz.parse_case(opts.case, problem.dims)
             run_case(shape, case_seed)
         else:
-            for shape, case_seed in failures.load(problem.id, record.path, spec.name, opts.device):
+            for shape, case_seed in failures.load(problem.id, record.path, spec.name, opts.device, opts.failures_dir):
                 if fuzz.outside_domain(shape, problem, opts.device):
                     continue                          # the problem changed since: not a case of it any more
                 counts["replayed"] = counts.get("replayed", 0) + 1
@@ -89,7 +89,8 @@ def fuzz_dtype(judge: Judge, spec: DtypeSpec, opts, record: EvalRecord) -> list[
                                                  "deterministic)") for r in reasons]
         repro = fuzz.repro(record, spec, failure["shape"], failure["seed"])
         if isinstance(exc, CaseFailed) and not opts.case:
-            failures.save(problem.id, record.path, spec.name, opts.device, failure["shape"], failure["seed"])
+            failures.save(problem.id, record.path, spec.name, opts.device, failure["shape"], failure["seed"],
+                          opts.failures_dir)
         return [Reason(r.code, f"[{spec.name} {fuzz.format_case(failure['shape'], failure['seed'])}] {r.detail}",
                        repro) for r in _dedupe(reasons)]
     return []

@@ -42,6 +42,9 @@ class Options:
     sandbox: str = "auto"                # OS confinement of the workers: require | auto | off (judge/sandbox)
     time_limit_s: float | None = 3600.0  # total time the candidate's workers may take answering, per judgement
     peaks: dict = field(default_factory=dict)   # measured ceilings on this device (timing.measure_peaks)
+    # Where failing cases are kept and replayed from first (harness.judge.values.failures); None: the project's
+    # .gauntlet/failures. `gauntlet mutate` points it at a temporary folder: its mutants' cases name files about to go.
+    failures_dir: str | None = None
 
 
 def evaluate(problem: Problem, solution: SolutionInfo, opts: Options) -> EvalRecord:

@@ -22,7 +22,7 @@ score = caught / (caught + escaped).
 from __future__ import annotations
 
 import collections
-import contextlib
+import dataclasses
 import re
 import tempfile
 import time
@@ -31,7 +31,6 @@ from pathlib import Path
 
 from harness.discover import SolutionInfo, UsageError, read_solution
 from harness.judge.evaluate import Options, evaluate
-from harness.judge.values import failures
 from harness.mutate import mutants
 from harness.problem import Problem
 
@@ -54,6 +53,7 @@ class Settings:
     dtypes: tuple | None = None    # None: every dtype the problem and the solution share
     timeout_s: float = 60.0        # per call
     operators: tuple = mutants.OPERATORS
+    failures_dir: str | None = None    # where the mutants' failing cases go (run: a temporary folder)
 
 
 def plan(solution: SolutionInfo, settings: Settings) -> tuple[list[mutants.Mutant], int]:
@@ -79,7 +79,8 @@ def run(problem: Problem, solution: SolutionInfo, settings: Settings, progress=N
               "device": settings.device, "seed": settings.seed, "examples": settings.examples,
               "dtypes": list(_dtypes(problem, solution, settings)), "max": settings.max_mutants,
               "operators": list(settings.operators), "produced": produced, "mutants": []}
-    with tempfile.TemporaryDirectory(prefix="gauntlet-mutate-") as tmp, _failures_in(Path(tmp) / "failures"):
+    with tempfile.TemporaryDirectory(prefix="gauntlet-mutate-") as tmp:
+        settings = dataclasses.replace(settings, failures_dir=str(Path(tmp) / "failures"))
         control = judge(problem, solution, settings)
         report["control"] = control
         if control["verdict"] != "pass" or control["stillborn_in"]:
@@ -115,7 +116,8 @@ def judge(problem: Problem, solution: SolutionInfo, settings: Settings) -> dict:
               "stillborn_in": []}
     for dtype in _dtypes(problem, solution, settings):
         opts = Options(device=settings.device, dtypes=(dtype,), examples=settings.examples, seed=settings.seed,
-                       timing=False, case_timeout_s=settings.timeout_s, shrink=False)
+                       timing=False, case_timeout_s=settings.timeout_s, shrink=False,
+                       failures_dir=settings.failures_dir)
         try:
             record = evaluate(problem, solution, opts)
         except Exception as exc:  # noqa: BLE001 - the harness failed, not the mutant: say so, and go on
@@ -177,18 +179,6 @@ def _dtypes(problem: Problem, solution: SolutionInfo, settings: Settings) -> tup
     if not chosen:
         raise UsageError(f"none of the dtypes {list(wanted)} is in the solution's DTYPES {solution.dtypes}")
     return chosen
-
-
-@contextlib.contextmanager
-def _failures_in(folder: Path):
-    """Keep the mutants' failing cases out of .gauntlet/failures/: they name temporary files nobody will judge
-    again. `failures` reads its DIR at every call, so pointing it elsewhere for the run is enough."""
-    saved = failures.DIR
-    failures.DIR = folder
-    try:
-        yield
-    finally:
-        failures.DIR = saved
 
 
 def render(report: dict) -> str:

@@ -14,31 +14,34 @@ from pathlib import Path
 
 from harness import discover
 
-DIR: Path | None = None     # where the cases are kept; None: <project>/.gauntlet/failures (set by tests)
+DIR: Path | None = None     # the default folder; None: <project>/.gauntlet/failures (set by tests)
 KEEP = 20          # per file: the newest failing cases
 
 
-def folder() -> Path:
+def folder(where=None) -> Path:
+    """`where` (a judgement's Options.failures_dir) if given, else DIR, else the project's .gauntlet/failures."""
+    if where is not None:
+        return Path(where)
     return DIR if DIR is not None else discover.search_path().project / ".gauntlet" / "failures"
 
 
-def _path(problem_id: str, solution_path, dtype: str, device: str) -> Path:
+def _path(problem_id: str, solution_path, dtype: str, device: str, where=None) -> Path:
     key = hashlib.sha256(str(Path(solution_path).resolve()).encode()).hexdigest()[:16]
-    return folder() / problem_id / f"{Path(solution_path).stem}-{key}-{dtype}-{device}.json"
+    return folder(where) / problem_id / f"{Path(solution_path).stem}-{key}-{dtype}-{device}.json"
 
 
-def load(problem_id: str, solution_path, dtype: str, device: str) -> list[tuple[dict, int]]:
+def load(problem_id: str, solution_path, dtype: str, device: str, where=None) -> list[tuple[dict, int]]:
     try:
-        doc = json.loads(_path(problem_id, solution_path, dtype, device).read_text())
+        doc = json.loads(_path(problem_id, solution_path, dtype, device, where).read_text())
         return [(dict(c["shape"]), int(c["seed"])) for c in doc.get("cases", [])]
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
 
-def save(problem_id: str, solution_path, dtype: str, device: str, shape: dict, seed: int) -> None:
-    cases = [c for c in load(problem_id, solution_path, dtype, device) if c != (shape, seed)]
+def save(problem_id: str, solution_path, dtype: str, device: str, shape: dict, seed: int, where=None) -> None:
+    cases = [c for c in load(problem_id, solution_path, dtype, device, where) if c != (shape, seed)]
     cases = ([(shape, seed)] + cases)[:KEEP]
-    path = _path(problem_id, solution_path, dtype, device)
+    path = _path(problem_id, solution_path, dtype, device, where)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
