@@ -17,11 +17,17 @@ def starved_call(margin: dict, ms: float) -> bool:
     return idle is not None and idle > STARVE_US + STARVE_SHARE * ms * 1e3
 
 
+def _calls(rounds: list[dict]):
+    """Each timed call of a side's rounds: (its window's margins, or None in a round without windows (the CPU),
+    its ms)."""
+    for r in rounds:
+        yield from zip(r.get("window") or [None] * len(r["ms"]), r["ms"])
+
+
 def starved_flags(rounds: list[dict]) -> list[tuple[float, bool]]:
     """Each timed call of a side's rounds: (its ms, whether it was starved); a round without windows (the CPU) has
     none starved."""
-    return [(x, starved_call(m, x))
-            for r in rounds for m, x in zip(r.get("window") or [None] * len(r["ms"]), r["ms"])]
+    return [(x, starved_call(m, x)) for m, x in _calls(rounds)]
 
 
 def starved_shift(rounds: list[dict]) -> float | None:
@@ -48,11 +54,10 @@ def starved_where(rounds: list[dict]) -> dict:
     So a record says which host delay set a starved figure (issue 20: a kernel read 0.66 in one run and 1.00 in the
     next, most of its calls starved in the first), without another run."""
     out = {"before": 0, "between": 0, "after": 0}
-    for r in rounds:
-        for m, x in zip(r.get("window") or [], r["ms"]):
-            if not starved_call(m, x) or m.get("idle_before_us") is None:
-                continue
-            before, after = m["idle_before_us"], m.get("idle_after_us") or 0.0
-            parts = {"before": before, "after": after, "between": max(0.0, m["idle_us"] - before - after)}
-            out[max(parts, key=parts.get)] += 1
+    for m, x in _calls(rounds):
+        if not starved_call(m, x) or m.get("idle_before_us") is None:
+            continue
+        before, after = m["idle_before_us"], m.get("idle_after_us") or 0.0
+        parts = {"before": before, "after": after, "between": max(0.0, m["idle_us"] - before - after)}
+        out[max(parts, key=parts.get)] += 1
     return out
