@@ -23,6 +23,13 @@ def cache(tmp_path, monkeypatch):
     bytecode._needed.cache_clear()
 
 
+def test_the_cache_stamp_covers_the_whole_harness_package():
+    """What the worker runs (harness/child) and what the judge runs alike: a change to either refreshes the cache.
+    After issue 21's move the stamp covered harness/judge only."""
+    names = {name for _, name in bytecode.harness_files()}
+    assert {"child/worker.py", "judge/evaluate.py", "gpu.py", "__init__.py"} <= names
+
+
 def test_warm_fills_the_bytecode_cache_once_and_workers_are_pointed_at_it(cache):
     assert bytecode.warm()
     folder = bytecode.prefix()

@@ -3,6 +3,7 @@ each seeing only its own (CUDA_VISIBLE_DEVICES, down to the candidate's confined
 time as the others, with the lines and the results file in the candidates' order whatever finishes first. On the
 CPU the GPUs are logical slots, which is what CI can check."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,20 @@ def test_run_on_two_logical_gpus_writes_the_plan_order(tmp_path):
     assert err.index("b_fast@cpu: error") < err.index("a_slow@cpu: error")      # b finished first all the same
 
 
+def test_a_slot_finds_the_package_that_started_it(monkeypatch):
+    """A runner without Gauntlet installed runs it from the checkout: the slot (started with -P, so not from its
+    cwd) is pointed at the folder holding this very `harness` package. On an H100 runner a count of parents, off by
+    one after a move, sent every slot above the checkout."""
+    import harness
+    from harness.executors import local
+    assert Path(local.package_parent(), "harness", "__init__.py") == Path(harness.__file__).resolve()
+    monkeypatch.setattr(local, "_on_site_path", lambda folder: False)
+    seen = {}
+    monkeypatch.setattr(local.subprocess, "Popen", lambda argv, env, **kw: seen.update(env=env))
+    local.Slot(0, "0")
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep)[0] == local.package_parent()
+
+
 def test_a_slot_that_dies_costs_its_job_an_error_that_blames_the_harness(tmp_path):
     """Not the candidate's verdict: the judge itself went away (here: killed); a fresh slot takes the GPU."""
     import os
@@ -146,5 +161,6 @@ def test_a_slot_that_dies_costs_its_job_an_error_that_blames_the_harness(tmp_pat
         assert result["record"]["verdict"] == "error"
         assert "judge slot of GPU 0 died" in result["record"]["reasons"][0]["detail"]
         assert ex.slots[0].proc.poll() is None          # replaced
+        assert result["wall_s"] >= 1.0                  # eval-many's line needs it (a KeyError there on an H100)
     finally:
         ex.close()

@@ -233,3 +233,78 @@ def test_a_failed_start_fails_the_same_way_on_every_later_call(tmp_path):
         assert reasons[0] == reasons[1] and "no such kernel library" in reasons[0].detail
     finally:
         child.close()
+
+
+class _FakeCard:
+    """What NVML would say: {pid: bytes} on the card, and its total memory."""
+
+    def __init__(self, used: dict, total: int = 80 << 30):
+        self.used, self._total = used, total
+
+    def used_by(self):
+        return dict(self.used)
+
+    def total(self):
+        return self._total
+
+    def share_bytes(self, judges):
+        from harness.gpu import CardMemory
+        return CardMemory.share_bytes(self, judges)
+
+
+def test_a_worker_past_its_share_of_the_card_is_stopped_and_only_its_own_processes_count(tmp_path):
+    """Judges sharing a card (an H100 runner, pytest -n 14): a fixture that took 64.8 GiB made two other tests'
+    candidates run out of memory. The watch sums the driver's per-process figures over the worker's tree only."""
+    from harness.judge.process import watchdog
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        card = _FakeCard({sleeper.pid: 3 << 30, os.getpid(): 70 << 30})      # the judge's own use is not the worker's
+        bounds = watchdog.Bounds(gpu_bytes=8 << 30)
+        dog = watchdog.Watchdog(sleeper.pid, str(tmp_path), bounds, lambda: [], gpu=card)
+        dog.stop()                              # looked at by hand below, not by its thread
+        assert dog.look(disk=False) is None and dog.peak["gpu_gib"] == 3.0
+        card.used[sleeper.pid] = 9 << 30
+        why = dog.look(disk=False)
+        assert why.startswith("GPU memory limit: the worker's processes held 9.0 GiB") and "limit 8.0 GiB" in why
+        assert bounds.as_record()["gpu_gib"] == 8.0 and watchdog.Bounds().as_record()["gpu_gib"] is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_the_gpu_bound_is_the_share_or_what_timing_needs_plus_a_context(monkeypatch):
+    from harness.judge.process import watchdog
+    monkeypatch.delenv("GAUNTLET_WORKER_GPU_GIB", raising=False)
+    card, gib = _FakeCard({}, total=80 << 30), 1 << 30
+    gemm, attn = discover.get_problem("gemm"), discover.get_problem("attn_scores")
+    assert watchdog.timing_need(gemm) < 10 * gib < watchdog.timing_need(attn)
+    assert watchdog.gpu_bound(card, gemm, 8) == 10 * gib + watchdog.CONTEXT_SLACK         # 80 GiB over 8 judges
+    assert watchdog.gpu_bound(card, attn, 8) == watchdog.timing_need(attn) + watchdog.CONTEXT_SLACK
+    assert watchdog.gpu_bound(card, gemm, 1) == 80 * gib + watchdog.CONTEXT_SLACK         # alone: the card
+    monkeypatch.setenv("GAUNTLET_WORKER_GPU_GIB", "3")
+    assert watchdog.gpu_bound(card, attn, 8) == 3 * gib                                    # the user's, as it is
+    bounds, card = watchdog.worker_bounds(None, gemm, "cpu")
+    assert card is None and bounds.gpu_bytes == 0                                          # no card, no GPU bound
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_a_hoarding_candidate_leaves_the_judge_beside_it_on_the_card_alone(tmp_path):
+    """Two judges on one card, as pytest -n puts them: tests/bad/hoards_gpu_memory.py takes all the memory it can,
+    while an honest candidate is judged beside it. The hoarder is stopped at its share (a verdict naming the
+    bound) and the honest one passes."""
+    from harness.gpu import CardMemory
+    if CardMemory.current() is None:
+        pytest.skip("NVML cannot give this card's per-process memory: no GPU bound here")
+    env = dict(os.environ, GAUNTLET_JUDGES_PER_GPU="2")
+    cmd = [sys.executable, "-m", "harness", "eval", "gemm", "--device", "cuda", "--dtype", "bfloat16",
+           "--examples", "6", "--no-timing", "--json"]
+    hoard = subprocess.Popen([*cmd[:4], str(HERE / "bad" / "hoards_gpu_memory.py"), *cmd[4:]], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    honest = subprocess.run([*cmd[:4], "torch_matmul", *cmd[4:]], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=600)
+    out, err = hoard.communicate(timeout=600)
+    hoarder, fair = json.loads(out)["records"][0], json.loads(honest.stdout)["records"][0]
+    assert fair["verdict"] == "pass", fair["reasons"]
+    assert hoarder["verdict"] == "error" and any("GPU memory limit" in r["detail"] for r in hoarder["reasons"]), \
+        hoarder["reasons"]

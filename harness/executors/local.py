@@ -20,6 +20,7 @@ import signal
 import site
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from harness.executors import task
@@ -30,10 +31,11 @@ class Slot:
         self.index, self.device, self.share = index, device, share
         self.job: dict | None = None
         self.next: dict | None = None      # reserved for this slot: its worker was started during `job`
+        self.started = 0.0                 # monotonic time `job` was given (its wall time if the slot dies)
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=device, GAUNTLET_SLOT=str(index))
         if share > 1:      # K judges on one card: each sizes its cases to its share of the memory (judge.memory)
             env["GAUNTLET_JUDGES_PER_GPU"] = str(max(share, _judges_per_gpu()))
-        root = str(Path(__file__).resolve().parents[3])          # the folder that holds this `harness` package
+        root = package_parent()
         if not _on_site_path(root):
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH", "")]))
         # -P (3.11+): the cwd is not put ahead of the packages. Own session: a Ctrl-C at the terminal reaches the
@@ -46,6 +48,7 @@ class Slot:
     def give(self, job: dict, after: dict | None = None) -> None:
         """Judge `job`; `after`: the job this slot is to judge next (its worker starts meanwhile, gated)."""
         self.job, self.next = job, after
+        self.started = time.monotonic()
         if after is not None:
             self.proc.stdin.write(json.dumps({"prestart": after}) + "\n")
         self.proc.stdin.write(json.dumps(job) + "\n")
@@ -70,6 +73,15 @@ def _judges_per_gpu() -> int:
         return gpu.judges_per_gpu()
     except ValueError:
         return 1
+
+
+def package_parent() -> str:
+    """The folder that holds the `harness` package this process runs (a checkout's root, or site-packages): a slot
+    started with -P finds the package there and nowhere else. Asked of the package itself, not counted up from this
+    file: the move of issue 21 put this file one folder deeper, and a count of parents kept from before it pointed
+    above the checkout, so on a runner without Gauntlet installed every slot died at import (an H100 run showed it)."""
+    import harness
+    return str(Path(harness.__file__).resolve().parents[1])
 
 
 def _on_site_path(folder: str) -> bool:
@@ -129,7 +141,8 @@ class LocalExecutor:
         detail = (f"harness error: the judge slot of GPU {slot.device} died (exit status {code}) while judging; "
                   "not a verdict on the candidate")
         return {"index": job["index"], "record": task.harness_error(job, job["options"]["device"], detail),
-                "peaks": {}, "where": {"executor": "local", "slot": slot.index, "device": slot.device}}
+                "peaks": {}, "where": {"executor": "local", "slot": slot.index, "device": slot.device},
+                "wall_s": round(time.monotonic() - slot.started, 2) if slot.started else 0.0}
 
     def close(self) -> None:
         for slot in self.slots:

@@ -78,7 +78,9 @@ class Judge:
         estimates read at different moments: a call that runs out of GPU memory (in the judge or in the worker)
         while other judges are on the card may have been pushed out by them, and a verdict caused by another judge
         must not stand. So it is made again once with the card to this judge alone (no other judge's call running
-        beside it); running out again is the candidate's crash, as it is for a judge alone on the card."""
+        beside it), a second later: a worker that took more than its share of the card is stopped by its judge's
+        watchdog meanwhile (harness.judge.process.watchdog), and its memory is free again. Running out again is the
+        candidate's crash, as it is for a judge alone on the card."""
         try:
             with turns.sharing(self.device):
                 return self._run_call(shape, spec, seed)
@@ -87,6 +89,7 @@ class Judge:
                 raise
         self.history.clear()
         torch.cuda.empty_cache()
+        time.sleep(1.0)        # a worker beside it past its share of the card is stopped within a poll meanwhile
         with turns.alone(self.device):
             return self._run_call(shape, spec, seed)
 

@@ -4,7 +4,10 @@ first, then grabs all the memory still free on the device -- blocks of 256 MiB, 
 global. The worker needs no more device memory to send this answer. Then the judge (the parent), which
 regenerates the inputs and computes the fp64 oracle on the same GPU, may find none left (unless its own cache
 holds enough), and the worker's next call cannot even make its inputs. Neither may take the run down: the judge
-turns its own out-of-memory error into a verdict, and the child's shows as a failed call. Expected: crash."""
+turns its own out-of-memory error into a verdict, and the child's shows as a failed call. Where other judges share
+the card (GAUNTLET_JUDGES_PER_GPU), the judge's watchdog stops the worker at its share of the card instead, before
+it starves them (on an H100 runner under pytest -n 14 it held 64.8 GiB and two other tests' candidates crashed;
+tests/test_sandbox.py judges it beside an honest candidate). Expected: crash."""
 import torch
 
 BACKEND = "torch"

@@ -82,6 +82,15 @@ def worker_env(env: dict) -> dict:
     return env
 
 
+def harness_files() -> list[tuple[Path, str]]:
+    """Every .py file of the harness package, with its name inside it: what the stamp covers. The package is asked
+    where it is, not counted up from this file: after the move of issue 21 such a count pointed at harness/judge,
+    and a change to harness/child (what the worker runs) no longer refreshed the cache."""
+    import harness as package
+    root = Path(package.__file__).resolve().parent
+    return [(path, str(path.relative_to(root))) for path in sorted(root.rglob("*.py"))]
+
+
 def _stamp() -> str:
     """What the cache was warmed for: the interpreter, the packages' versions and the harness's own files."""
     parts = [sys.version, sys.executable]
@@ -91,10 +100,9 @@ def _stamp() -> str:
             parts.append(f"{name}={metadata.version(name)}")
         except metadata.PackageNotFoundError:
             parts.append(f"{name}=-")
-    harness = Path(__file__).resolve().parents[1]
-    for path in sorted(harness.rglob("*.py")):
+    for path, name in harness_files():
         st = path.stat()
-        parts.append(f"{path.relative_to(harness)}:{st.st_size}:{st.st_mtime_ns}")
+        parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 

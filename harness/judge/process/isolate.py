@@ -19,7 +19,7 @@ from pathlib import Path
 from harness import discover, protocol
 from harness.judge.process import bytecode, pids
 from harness.judge.process.pids import become_subreaper, signal_group, signal_pid, stat
-from harness.judge.process.watchdog import Bounds, TimeBudget, Watchdog
+from harness.judge.process.watchdog import Bounds, TimeBudget, Watchdog, worker_bounds
 from harness.judge.sandbox import Confinement, verify
 from harness.judge.sandbox.limits import Limits
 from harness.reasons import CODES, Reason
@@ -119,7 +119,8 @@ class Child:
         self.started = st[4] if st else 0
         self.alive = True
         self.stopped = False
-        self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds or Bounds(), self._escaped_cheap)
+        bounds, card = worker_bounds(bounds, problem, device)
+        self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds, self._escaped_cheap, gpu=card)
         self.gated, self.hello, self.start_failure = deferred, None, None
         if not deferred:
             self.finish_start()

@@ -1,6 +1,13 @@
-"""The judge's watch on a worker's resources, from outside its process: host memory, processes, threads and the
-scratch disk of the worker and everything it started (its descendants, and those that escaped its session and were
-re-parented to the judge, a child subreaper), plus the total time a judgement may hold a judge.
+"""The judge's watch on a worker's resources, from outside its process: host memory, GPU memory, processes, threads
+and the scratch disk of the worker and everything it started (its descendants, and those that escaped its session
+and were re-parented to the judge, a child subreaper), plus the total time a judgement may hold a judge.
+
+GPU memory: where several judges share a card (GAUNTLET_JUDGES_PER_GPU: pytest -n on a GPU runner, --overlap), a
+worker that takes the whole card makes the other judges' honest candidates run out of memory (on an H100 runner a
+hoarding fixture held 64.8 GiB and two other tests' candidates crashed). The driver's own accounting (NVML,
+per process; the candidate cannot write it) is read every poll, summed over the worker's tree, and the tree is
+killed past its share of the card: the card's memory over the judges sharing it. Where NVML is missing or cannot
+say (no driver, no per-process figure) there is no GPU bound, and the record says so (`gpu_gib`: null).
 
 Why outside: an rlimit on address space breaks CUDA (it reserves far more virtual memory than it uses), and a
 cgroup v2 group is not delegated on every runner (the CI machine has cgroup v1). A thread in the judge reads
@@ -14,7 +21,12 @@ import os
 import signal
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:                  # harness.gpu imports torch: only the GPU bound needs it, when asked for
+    from harness.gpu import CardMemory
 
 POLL_S = 0.1
 DISK_EVERY_S = 1.0
@@ -39,6 +51,7 @@ class Bounds:
     once besides the worker (Triton starts ptxas, a compile pool a few more); `threads` over the tree; `disk_bytes`
     in its scratch dir (GAUNTLET_WORKER_DISK_GIB overrides)."""
     ram_bytes: int = 0
+    gpu_bytes: int = 0            # set by the watch on a card (CardMemory.share_bytes); 0: no GPU bound
     processes: int = 64
     threads: int = 2048
     disk_bytes: int = 8 * GIB
@@ -61,8 +74,9 @@ class Bounds:
                 self.ram_bytes = max(4 * GIB, _mem_total() // (2 * share))
 
     def as_record(self) -> dict:
-        return {"ram_gib": round(self.ram_bytes / GIB, 1), "processes": self.processes, "threads": self.threads,
-                "disk_gib": round(self.disk_bytes / GIB, 1)}
+        return {"ram_gib": round(self.ram_bytes / GIB, 1),
+                "gpu_gib": round(self.gpu_bytes / GIB, 1) if self.gpu_bytes else None,
+                "processes": self.processes, "threads": self.threads, "disk_gib": round(self.disk_bytes / GIB, 1)}
 
 
 class TimeBudget:
@@ -147,13 +161,59 @@ def scratch_usage(folder: str, max_entries: int) -> tuple[int, int]:
     return total, entries
 
 
+TIMING_SETS, TIMING_OUTPUTS = 4, 7     # harness.child.timing.Bench: 3 input sets and a refill's; a batch's outputs
+CONTEXT_SLACK = 2 * GIB               # the worker's CUDA context, cuBLAS and Triton workspaces, allocator rounding
+
+
+def timing_need(problem) -> int:
+    """Bytes a worker's timing of the problem's largest benchmark shape holds (its input sets and a batch's outputs,
+    at 4 bytes an element: no shipped dtype is wider): timing runs with the card to one judge, and may need more than
+    a correctness share."""
+    widest, need = 4, 0.0
+    for bench in problem.benchmark:
+        shape = {k: v for k, v in bench.items() if k != "source"}
+        try:
+            need = max(need, TIMING_SETS * problem.bytes(shape, widest, 0)
+                       + TIMING_OUTPUTS * problem.bytes(shape, 0, widest))
+        except Exception:  # noqa: BLE001 - a formula that cannot be evaluated gives no figure; the share stands
+            continue
+    return int(need)
+
+
+def gpu_bound(gpu: CardMemory, problem, judges: int) -> int:
+    """A worker's GPU memory bound: its share of the card, or what timing the problem needs if that is more, plus
+    room for its context. Honest workers stay under it (their cases are sized to 80% of the share:
+    harness.judge.values.memory); a worker that takes the card from the judges beside it does not.
+    GAUNTLET_WORKER_GPU_GIB, read by the judge, sets the bound itself."""
+    raw = os.environ.get("GAUNTLET_WORKER_GPU_GIB")
+    if raw:
+        return int(float(raw) * GIB)
+    return max(gpu.share_bytes(judges), timing_need(problem)) + CONTEXT_SLACK
+
+
+def worker_bounds(bounds: Bounds | None, problem, device: str) -> tuple[Bounds, CardMemory | None]:
+    """A worker's bounds (a copy), with its GPU memory bound where the card's per-process accounting can be read."""
+    bounds = dataclasses.replace(bounds) if bounds is not None else Bounds()
+    if device != "cuda":
+        return bounds, None
+    from harness import gpu
+    card = gpu.CardMemory.current()
+    if card is not None and not bounds.gpu_bytes:
+        try:
+            judges = gpu.judges_per_gpu()
+        except ValueError:
+            judges = 1
+        bounds.gpu_bytes = gpu_bound(card, problem, judges)
+    return bounds, card
+
+
 class Watchdog:
     """Started once a worker runs; `tripped` holds the first bound passed (then the tree has been killed)."""
 
-    def __init__(self, pid: int, scratch: str, bounds: Bounds, escaped):
-        self.pid, self.scratch, self.bounds, self.escaped = pid, scratch, bounds, escaped
+    def __init__(self, pid: int, scratch: str, bounds: Bounds, escaped, gpu: CardMemory | None = None):
+        self.pid, self.scratch, self.bounds, self.escaped, self.gpu = pid, scratch, bounds, escaped, gpu
         self.tripped: str | None = None
-        self.peak = {"ram_gib": 0.0, "processes": 0, "threads": 0}
+        self.peak = {"ram_gib": 0.0, "gpu_gib": 0.0, "processes": 0, "threads": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gauntlet-watchdog", daemon=True)
         self._thread.start()
@@ -191,6 +251,13 @@ class Watchdog:
             return f"process limit: {len(pids) - 1} processes alive beside the worker (limit {b.processes})"
         if threads > b.threads:
             return f"thread limit: {threads} threads in the worker's processes (limit {b.threads})"
+        if self.gpu is not None and b.gpu_bytes:
+            on_card = self.gpu.used_by() or {}
+            used = sum(on_card.get(pid, 0) for pid in pids)
+            self.peak["gpu_gib"] = max(self.peak["gpu_gib"], round(used / GIB, 2))
+            if used > b.gpu_bytes:
+                return (f"GPU memory limit: the worker's processes held {used / GIB:.1f} GiB of the card "
+                        f"(limit {b.gpu_bytes / GIB:.1f} GiB: its share of a card shared by the judges on it)")
         if rss > b.ram_bytes:
             # Resident sets count the pages forked processes share once per process: only the proportional sum
             # (PSS, dearer to read) decides.

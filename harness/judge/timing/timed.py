@@ -185,7 +185,11 @@ def host_starved(entry: dict) -> bool:
 
 def _time_shape(judge, spec, shape, opts, record):
     problem = judge.problem
-    probe = expected_for(problem, make_inputs(problem, shape, spec, 0, judge.device), spec)
+    probe = _probe(judge, shape, spec)
+    if probe is None:
+        return {"dtype": spec.name, "shape": shape, "baselines": {}}, \
+            [Reason("crash", f"the judge ran out of GPU memory building {shape}'s answer while the candidate's "
+                             "process held the card")], False
     request = {"shape": shape, "dtype": spec.name, "max_blob": replies.blob_cap(probe.oracle.numel())}
     del probe
     schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
@@ -209,6 +213,23 @@ def _time_shape(judge, spec, shape, opts, record):
     if judge.device == "cuda":
         torch.cuda.empty_cache()
     return entry, reasons, False
+
+
+def _probe(judge, shape, spec):
+    """The shape's expected output (its size caps what a timing reply may carry), or None where the card has no room
+    for it. Another judge's worker past its share of the card is stopped by its own watchdog within a poll
+    (harness.judge.process.watchdog), so with other judges on the card it is asked again once, a second later; a
+    judge alone on the card that runs out of memory was crowded out by its own candidate."""
+    problem = judge.problem
+    for attempt in (0, 1):
+        try:
+            return expected_for(problem, make_inputs(problem, shape, spec, 0, judge.device), spec)
+        except torch.OutOfMemoryError:
+            if attempt or judge.device != "cuda" or turns.others(judge.device) == 0:
+                return None
+            torch.cuda.empty_cache()
+            time.sleep(1.0)
+    return None
 
 
 def _entry(problem, spec, shape, figs, schedule, record, peaks) -> dict:
