@@ -2,11 +2,13 @@
 timing does when the GPU was busy while other judges shared the card (harness.judge.timing.timed)."""
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -204,6 +206,7 @@ def _judge_with_calls(monkeypatch, outcomes: list, others: int) -> tuple:
     monkeypatch.setattr(turns, "alone", turn("alone"))
     monkeypatch.setattr(turns, "others", lambda device: others)
     monkeypatch.setattr(calls.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(calls.time, "sleep", lambda s: None)
     monkeypatch.setattr(calls.Judge, "_run_call", fake_call)
     judge = calls.Judge(problem=SimpleNamespace(calls_per_case=2), child=None, device="cuda")
     return judge, modes
@@ -224,6 +227,40 @@ def test_a_call_out_of_memory_beside_other_judges_is_made_again_alone(monkeypatc
     # the judge's own shortage too
     judge, modes = _judge_with_calls(monkeypatch, [_crash("the judge ran out of GPU memory while ..."), []], others=1)
     assert judge.run_call({"M": 1}, None, 0) == [] and modes == ["sharing", "alone"]
+
+
+@pytest.mark.parametrize("others,starts,verdict_reasons", [(2, 2, []), (0, 1, ["crash"])])
+def test_a_worker_start_out_of_memory_beside_other_judges_is_made_once_more(monkeypatch, others, starts,
+                                                                            verdict_reasons):
+    """Its CUDA context could not be made: on an H100 runner (pytest -n 14) a worker crashed so while starting,
+    because a fixture beside it held the card. Alone on the card the crash stays the candidate's."""
+    from harness.judge import evaluate
+    from harness.judge.process.isolate import ChildFailed
+    from harness.judge.records.results import EvalRecord
+    from harness.reasons import Reason
+    made = []
+
+    class FakeChild:
+        def __init__(self, *args, **kw):
+            made.append(self)
+            self.hello, self.confinement = None, None
+
+        def finish_start(self):
+            if len(made) == 1:
+                raise ChildFailed(Reason("crash", "while starting: torch.AcceleratorError: CUDA error: out of memory"))
+            self.hello = {"kernels": []}
+
+    monkeypatch.setattr(evaluate, "Child", FakeChild)
+    monkeypatch.setattr(evaluate, "close_all", lambda children: None)
+    monkeypatch.setattr(evaluate.time, "sleep", lambda s: None)
+    monkeypatch.setattr(turns, "others", lambda device: others)
+    monkeypatch.setattr(turns, "sharing", lambda device: contextlib.nullcontext())
+    record = EvalRecord(problem="gemm", solution="x", path="x", backend="torch", device="cuda")
+    solution = SimpleNamespace(path="x", backend="torch", format=None)
+    opts = SimpleNamespace(device="cuda", sandbox=None, case_timeout_s=1.0)
+    judge = evaluate._start_judge(SimpleNamespace(calls_per_case=2), solution, opts, record, None)
+    assert len(made) == starts and [r["code"] for r in record.reasons] == verdict_reasons
+    assert (judge is not None) == (not verdict_reasons)
 
 
 def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monkeypatch):

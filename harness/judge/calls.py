@@ -40,7 +40,7 @@ def out_of_memory(reason: Reason) -> bool:
     """A crash that ran out of GPU memory: the judge's own (its message below) or the worker's (torch's error in
     its traceback). The worker's text is the candidate's to write, so this only ever earns a second try alone."""
     return reason.code == "crash" and any(s in reason.detail for s in (
-        "OutOfMemoryError", "CUDA out of memory", "the judge ran out of GPU memory"))
+        "OutOfMemoryError", "CUDA out of memory", "CUDA error: out of memory", "the judge ran out of GPU memory"))
 
 
 @dataclass
@@ -127,6 +127,9 @@ class Judge:
         try:
             phases["output_gib"] += sum(len(b) for b in blobs) / 2**30
             return self._judge_reply(header, blobs, inputs, expected, shape, spec, key)
+        except torch.OutOfMemoryError:   # the comparison's temporaries: judged as any judge-side shortage is
+            raise Abort(Reason("crash", "the judge ran out of GPU memory checking the reply while the candidate's "
+                                        f"process held it (on {shape})")) from None
         finally:
             phases["check"] += time.monotonic() - t2
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from harness import backends, formats
 from harness.discover import SolutionInfo
-from harness.judge.calls import Judge
+from harness.judge.calls import Judge, out_of_memory
 from harness.judge.correctness import fuzz_dtype
 from harness.judge.process import audit, bytecode, environment, standby
 from harness.judge.process.isolate import Child, ChildFailed, close_all
@@ -175,9 +175,10 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
         record.score[name] = summary
 
 
-def _start_judge(problem, solution, opts, record, base, budget=None, child=None, started=None) -> Judge | None:
+def _start_judge(problem, solution, opts, record, base, budget=None, child=None, started=None,
+                 retry: bool = True) -> Judge | None:
     """`child`: a candidate worker already spawned (gated) beside the baseline worker; else a new one (added to
-    `started`)."""
+    `started`). `retry`: a start crowded out of the card's memory by other judges may be made once more."""
     try:
         if child is None:
             child = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox, budget=budget,
@@ -197,6 +198,16 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
                 except RuntimeError:
                     pass               # said where timing needs the baseline (timed.ensure_baseline), as before
     except ChildFailed as exc:
+        if retry and child is not None and _crowded_out(exc.reason, opts.device):
+            # Its CUDA start-up ran out of memory beside other judges: started again, once, a second later (a
+            # worker beside it past its share of the card is stopped meanwhile: harness.judge.process.watchdog).
+            close_all([child])
+            time.sleep(1.0)
+            again = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox,
+                          budget=budget, fmt=solution.format, deferred=True)
+            if started is not None:
+                started.append(again)
+            return _start_judge(problem, solution, opts, record, base, budget, again, started, retry=False)
         if exc.reason.to_json() not in record.reasons:
             record.reasons.append(exc.reason.to_json())
         return None
@@ -206,6 +217,10 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
     return Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
                  declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)
                  else frozenset(), custom=solution.backend != "torch")
+
+
+def _crowded_out(reason: Reason, device: str) -> bool:
+    return device == "cuda" and out_of_memory(reason) and turns.others(device) > 0
 
 
 def _scores(record: EvalRecord) -> dict:
