@@ -306,6 +306,8 @@ def test_a_hoarding_candidate_leaves_the_judge_beside_it_on_the_card_alone(tmp_p
                             text=True, timeout=600)
     out, err = hoard.communicate(timeout=600)
     hoarder, fair = json.loads(out), json.loads(honest.stdout)          # eval --json: one record each
-    assert fair["verdict"] == "pass", fair["reasons"]
-    assert hoarder["verdict"] == "error" and any("GPU memory limit" in r["detail"] for r in hoarder["reasons"]), \
-        hoarder["reasons"]
+    # The whole document and the judge's last words on failure: on the H100 the honest side once printed a
+    # document without reasons (not a record), and nothing said why.
+    assert fair.get("verdict") == "pass", (fair, honest.stderr[-3000:])
+    assert hoarder.get("verdict") == "error", (hoarder, err[-3000:])
+    assert any("GPU memory limit" in r["detail"] for r in hoarder["reasons"]), hoarder["reasons"]
