@@ -6,8 +6,11 @@ GPU memory: where several judges share a card (GAUNTLET_JUDGES_PER_GPU: pytest -
 worker that takes the whole card makes the other judges' honest candidates run out of memory (on an H100 runner a
 hoarding fixture held 64.8 GiB and two other tests' candidates crashed). The driver's own accounting (NVML,
 per process; the candidate cannot write it) is read every poll, summed over the worker's tree, and the tree is
-killed past its share of the card: the card's memory over the judges sharing it. Where NVML is missing or cannot
-say (no driver, no per-process figure) there is no GPU bound, and the record says so (`gpu_gib`: null).
+killed past its share of the card (gpu_bound: the card's memory over the judges sharing it, or what timing the
+problem needs if that is more, plus room for a context). Where NVML is missing or cannot say (no driver, no
+per-process figure) there is no GPU bound, and the record says so (`gpu_gib`: null). Known gap: a runner whose
+NVML reports process ids of another PID namespace than the judge's gives figures that match no worker, so the
+bound never trips there.
 
 Why outside: an rlimit on address space breaks CUDA (it reserves far more virtual memory than it uses), and a
 cgroup v2 group is not delegated on every runner (the CI machine has cgroup v1). A thread in the judge reads
@@ -17,11 +20,11 @@ Forks faster than one poll are bounded by RLIMIT_NPROC (harness.judge.sandbox.li
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
 import time
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,7 +54,7 @@ class Bounds:
     once besides the worker (Triton starts ptxas, a compile pool a few more); `threads` over the tree; `disk_bytes`
     in its scratch dir (GAUNTLET_WORKER_DISK_GIB overrides)."""
     ram_bytes: int = 0
-    gpu_bytes: int = 0            # set by the watch on a card (CardMemory.share_bytes); 0: no GPU bound
+    gpu_bytes: int = 0            # set where the card's accounting can be read (worker_bounds); 0: no GPU bound
     processes: int = 64
     threads: int = 2048
     disk_bytes: int = 8 * GIB
