@@ -300,14 +300,14 @@ def test_a_hoarding_candidate_leaves_the_judge_beside_it_on_the_card_alone(tmp_p
     env = dict(os.environ, GAUNTLET_JUDGES_PER_GPU=str(judges))
     cmd = [sys.executable, "-m", "harness", "eval", "gemm", "--device", "cuda", "--dtype", "bfloat16",
            "--examples", "6", "--no-timing", "--json"]
-    hoard = subprocess.Popen([*cmd[:4], str(HERE / "bad" / "hoards_gpu_memory.py"), *cmd[4:]], cwd=ROOT, env=env,
+    hoard = subprocess.Popen([*cmd[:5], str(HERE / "bad" / "hoards_gpu_memory.py"), *cmd[5:]], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    honest = subprocess.run([*cmd[:4], "torch_matmul", *cmd[4:]], cwd=ROOT, env=env, capture_output=True,
+    honest = subprocess.run([*cmd[:5], "torch_matmul", *cmd[5:]], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=600)
     out, err = hoard.communicate(timeout=600)
     hoarder, fair = json.loads(out), json.loads(honest.stdout)          # eval --json: one record each
-    # The whole document and the judge's last words on failure: on the H100 the honest side once printed a
-    # document without reasons (not a record), and nothing said why.
+    # The whole document and the judge's last words on failure: on the H100 both sides once printed a usage error
+    # (the file named before the problem), and nothing said so.
     assert fair.get("verdict") == "pass", (fair, honest.stderr[-3000:])
     assert hoarder.get("verdict") == "error", (hoarder, err[-3000:])
     assert any("GPU memory limit" in r["detail"] for r in hoarder["reasons"]), hoarder["reasons"]
