@@ -4,7 +4,7 @@ and were re-parented to the judge, a child subreaper), plus the total time a jud
 
 GPU memory: where several judges share a card (GAUNTLET_JUDGES_PER_GPU: pytest -n on a GPU runner, --overlap), a
 worker that takes the whole card makes the other judges' honest candidates run out of memory (on an H100 runner a
-hoarding fixture held 64.8 GiB and two other tests' candidates crashed). The driver's own accounting (NVML,
+process, most likely a hoarding fixture's worker, held 64.8 GiB, and two other tests' honest candidates failed). The driver's own accounting (NVML,
 per process; the candidate cannot write it) is read every poll, summed over the worker's tree, and the tree is
 killed past its share of the card (gpu_bound: the card's memory over the judges sharing it, or what timing the
 problem needs if that is more, plus room for a context). Where NVML is missing or cannot say (no driver, no
