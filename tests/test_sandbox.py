@@ -254,7 +254,8 @@ class _FakeCard:
 
 def test_a_worker_past_its_share_of_the_card_is_stopped_and_only_its_own_processes_count(tmp_path):
     """Judges sharing a card (an H100 runner, pytest -n 14): a process holding 64.8 GiB (most likely a hoarding
-    fixture's worker) left two other tests' honest candidates without memory. The watch sums the driver's per-process figures over the worker's tree only."""
+    fixture's worker) left two other tests' honest candidates without memory. The watch sums the driver's
+    per-process figures over the worker's tree only."""
     from harness.judge.process import watchdog
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -6,9 +6,9 @@ regenerates the inputs and computes the fp64 oracle on the same GPU, may find no
 holds enough), and the worker's next call cannot even make its inputs. Neither may take the run down: the judge
 turns its own out-of-memory error into a verdict, and the child's shows as a failed call. Where other judges share
 the card (GAUNTLET_JUDGES_PER_GPU), the judge's watchdog stops the worker at its share of the card instead, before
-it starves them (on an H100 runner under pytest -n 14 a process, most likely its worker, held 64.8 GiB and two other tests'
-honest candidates failed;
-tests/test_sandbox.py judges it beside an honest candidate). Expected: crash."""
+it starves them (on an H100 runner under pytest -n 14 a process, most likely its worker, held 64.8 GiB and two
+other tests' honest candidates failed; tests/test_sandbox.py judges it beside an honest candidate).
+Expected: crash."""
 import torch
 
 BACKEND = "torch"
