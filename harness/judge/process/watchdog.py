@@ -4,13 +4,13 @@ and were re-parented to the judge, a child subreaper), plus the total time a jud
 
 GPU memory: where several judges share a card (GAUNTLET_JUDGES_PER_GPU: pytest -n on a GPU runner, --overlap), a
 worker that takes the whole card makes the other judges' honest candidates run out of memory (on an H100 runner a
-process, most likely a hoarding fixture's worker, held 64.8 GiB, and two other tests' honest candidates failed).
-The driver's own accounting (NVML, per process; the candidate cannot write it) is read every poll, summed over the
+process, most likely a hoarding fixture's worker, held 64.8 GiB, and two other tests' honest candidates failed). The
+driver's own accounting (NVML, per process; the candidate cannot write it) is read every poll, summed over the
 worker's tree, and the tree is killed past its share of the card (gpu_bound: the card's memory over the judges
-sharing it, or what timing the problem needs if that is more, plus room for a context). Where NVML is missing or cannot say (no driver, no
-per-process figure) there is no GPU bound, and the record says so (`gpu_gib`: null). Known gap: a runner whose
-NVML reports process ids of another PID namespace than the judge's gives figures that match no worker, so the
-bound never trips there.
+sharing it, or what timing the problem needs if that is more, plus room for a context). Where NVML is missing or
+cannot say (no driver, no per-process figure) there is no GPU bound, and the record says so (`gpu_gib`: null). Known
+gap: a runner whose NVML reports process ids of another PID namespace than the judge's gives figures that match no
+worker, so the bound never trips there.
 
 Why outside: an rlimit on address space breaks CUDA (it reserves far more virtual memory than it uses), and a
 cgroup v2 group is not delegated on every runner (the CI machine has cgroup v1). A thread in the judge reads
