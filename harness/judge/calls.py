@@ -43,6 +43,12 @@ def out_of_memory(reason: Reason) -> bool:
         "OutOfMemoryError", "CUDA out of memory", "CUDA error: out of memory", "the judge ran out of GPU memory"))
 
 
+def crowded_out(reason: Reason, device: str) -> bool:
+    """Out of GPU memory while other judges are on the card: they may have pushed it out, so it earns one more try
+    with the card alone (a call here, a worker's start in harness.judge.evaluate)."""
+    return device == "cuda" and out_of_memory(reason) and turns.others(device) > 0
+
+
 @dataclass
 class Judge:
     """Per-candidate state on the trusted side: the child and recent expectations, to recognise stale answers."""
@@ -85,7 +91,7 @@ class Judge:
             with turns.sharing(self.device):
                 return self._run_call(shape, spec, seed)
         except Abort as exc:
-            if not (self.device == "cuda" and out_of_memory(exc.reason) and turns.others(self.device) > 0):
+            if not crowded_out(exc.reason, self.device):
                 raise
         self.history.clear()
         torch.cuda.empty_cache()

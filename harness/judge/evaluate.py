@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from harness import backends, formats
 from harness.discover import SolutionInfo
-from harness.judge.calls import Judge, out_of_memory
+from harness.judge.calls import Judge, crowded_out
 from harness.judge.correctness import fuzz_dtype
 from harness.judge.process import audit, bytecode, environment, standby
 from harness.judge.process.isolate import Child, ChildFailed, close_all
@@ -198,7 +198,7 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
                 except RuntimeError:
                     pass               # said where timing needs the baseline (timed.ensure_baseline), as before
     except ChildFailed as exc:
-        if retry and child is not None and _crowded_out(exc.reason, opts.device):
+        if retry and child is not None and crowded_out(exc.reason, opts.device):
             # Its CUDA start-up ran out of memory beside other judges: started again, once, a second later (a
             # worker beside it past its share of the card is stopped meanwhile: harness.judge.process.watchdog).
             close_all([child])
@@ -217,10 +217,6 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
     return Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
                  declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)
                  else frozenset(), custom=solution.backend != "torch")
-
-
-def _crowded_out(reason: Reason, device: str) -> bool:
-    return device == "cuda" and out_of_memory(reason) and turns.others(device) > 0
 
 
 def _scores(record: EvalRecord) -> dict:

@@ -47,6 +47,16 @@ def _mem_total() -> int:
     return 16 * GIB
 
 
+def _judges() -> int:
+    """GAUNTLET_JUDGES_PER_GPU (harness.gpu's parser; imported here, not at the top: it imports torch), 1 where it
+    is malformed: a usage error said before any judging (harness.cli.options), not the watchdog's to raise."""
+    from harness import gpu
+    try:
+        return gpu.judges_per_gpu()
+    except ValueError:
+        return 1
+
+
 @dataclass
 class Bounds:
     """Per worker. `ram_bytes`: resident memory of its whole tree (default: half the host's memory shared by the
@@ -69,12 +79,7 @@ class Bounds:
             if raw:
                 self.ram_bytes = int(float(raw) * GIB)
             else:
-                from harness import gpu
-                try:
-                    share = gpu.judges_per_gpu()
-                except ValueError:
-                    share = 1
-                self.ram_bytes = max(4 * GIB, _mem_total() // (2 * share))
+                self.ram_bytes = max(4 * GIB, _mem_total() // (2 * _judges()))
 
     def as_record(self) -> dict:
         return {"ram_gib": round(self.ram_bytes / GIB, 1),
@@ -202,11 +207,7 @@ def worker_bounds(bounds: Bounds | None, problem, device: str) -> tuple[Bounds, 
     from harness import gpu
     card = gpu.CardMemory.current()
     if card is not None and not bounds.gpu_bytes:
-        try:
-            judges = gpu.judges_per_gpu()
-        except ValueError:
-            judges = 1
-        bounds.gpu_bytes = gpu_bound(card, problem, judges)
+        bounds.gpu_bytes = gpu_bound(card, problem, _judges())
     return bounds, card
 
 
