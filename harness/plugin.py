@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,27 @@ def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
     environ.setdefault("GAUNTLET_JUDGES_PER_GPU", str(-(-workers // len(devices))))
 
 
+def share_cpu_threads(environ=os.environ, cores=os.cpu_count) -> None:
+    """`pytest -n N`: each xdist worker gets its share of the host's cores for torch's (OpenMP's) CPU threads, unless
+    OMP_NUM_THREADS is set already; the judges and candidate workers it starts inherit it. Without a share every
+    worker's torch spins one thread per core: 14 workers on a 16-core H100 runner made a 3 s CPU test take 198 s
+    and stretched the whole suite past 10 minutes."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit()) or environ.get("OMP_NUM_THREADS"):
+        return
+    try:
+        workers = max(1, int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        workers = 1
+    share = max(1, (cores() or 1) // workers)
+    environ["OMP_NUM_THREADS"] = str(share)
+    torch = sys.modules.get("torch")             # imported already (another plugin): its pool is sized by now
+    if environ is os.environ and torch is not None:
+        torch.set_num_threads(share)
+
+
 pin_xdist_worker()
+share_cpu_threads()
 
 _PREVIOUS = pytest.StashKey()
 _FOLDERS = pytest.StashKey()      # solutions/<problem>/ folder -> problem id, found once per session

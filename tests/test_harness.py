@@ -197,6 +197,21 @@ def test_recv_times_out_instead_of_hanging():
     os.close(w)
 
 
+def test_a_start_cut_short_by_the_total_time_limit_names_the_total():
+    """Under load a worker's start can outlast what is left of the judgement's total: the verdict names the total
+    (the bound in force), not the start's own 300 s limit, which it never reached."""
+    from harness.judge.process.isolate import Child, ChildFailed
+    from harness.judge.process.watchdog import TimeBudget
+    r, w = os.pipe()
+    child = object.__new__(Child)              # the channel and budget only: no process to start for this
+    child.resp_r, child.budget, child.close = r, TimeBudget(0.3), lambda: None
+    with pytest.raises(ChildFailed) as info:
+        child._await_hello()
+    assert "total time limit of 0 s ran out while starting" in info.value.reason.detail
+    os.close(r)
+    os.close(w)
+
+
 def test_bad_problem_files_name_the_file_and_key(tmp_path):
     folder = tmp_path / "bad"
     folder.mkdir()

@@ -333,3 +333,19 @@ def test_each_xdist_worker_gets_a_gpu_of_its_own_from_the_installed_plugin(env, 
     environ = dict(env)
     pin_xdist_worker(environ, lambda: gpus)
     assert (environ.get("CUDA_VISIBLE_DEVICES"), environ.get("GAUNTLET_JUDGES_PER_GPU")) == want
+
+
+@pytest.mark.parametrize(("env", "cores", "want"), [
+    ({"PYTEST_XDIST_WORKER": "gw5", "PYTEST_XDIST_WORKER_COUNT": "14"}, 16, "1"),
+    ({"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "4"}, 16, "4"),
+    ({"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "8"}, 2, "1"),
+    ({"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "4", "OMP_NUM_THREADS": "6"}, 16, "6"),
+    ({"PYTEST_XDIST_WORKER_COUNT": "4"}, 16, None),
+])
+def test_each_xdist_worker_gets_its_share_of_the_cores(env, cores, want):
+    """harness.plugin.share_cpu_threads: cores over workers for OpenMP, unless the user set it; nothing outside
+    xdist."""
+    from harness.plugin import share_cpu_threads
+    environ = dict(env)
+    share_cpu_threads(environ, lambda: cores)
+    assert environ.get("OMP_NUM_THREADS") == want

@@ -111,7 +111,9 @@ def test_overlapping_judges_on_one_device_judge_each_candidate_on_its_own(tmp_pa
     says = ("import os, time\nBACKEND = 'torch'\ntime.sleep(%s)\n"
             "raise ImportError('share ' + os.environ.get('GAUNTLET_JUDGES_PER_GPU', '?') + ' device ' + "
             "os.environ.get('CUDA_VISIBLE_DEVICES', '?'))\n")
-    (folder / "a.py").write_text(says % 4)
+    # a's sleep outlasts any difference between the two judges' start-ups: with 4 s, 14 pytest workers on one H100
+    # once started b's worker 5 s later than a's, and b ended last
+    (folder / "a.py").write_text(says % 12)
     (folder / "b.py").write_text(says % 0.5)
     out = subprocess.run([sys.executable, "-m", "harness", "eval-many", "gemm", str(folder), "--device", "cpu",
                           "--dtype", "float32", "--examples", "1", "--seed", "1", "--overlap", "2"],

@@ -150,8 +150,9 @@ class Child:
             raise ChildFailed(self.start_failure)
 
     def _await_hello(self) -> dict:
-        header, _ = self._recv(min(START_TIMEOUT_S, self.budget.left()), "starting and importing the solution",
-                               max_blob=0)
+        # _recv bounds the wait by what is left of the total, and names the total when that is what ran out (a
+        # start cut short by it was once reported as the start's own limit, under 14 pytest workers on one H100)
+        header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution", max_blob=0)
         self.confinement = verify.verify(self, header)
         if not header.get("ok"):
             self.close()
