@@ -120,3 +120,40 @@ def test_a_usage_error_stops_the_job_at_the_judge_step(tmp_path):
     code, out = runner.run("judge", GAUNTLET_PYTEST_ARGS="--gauntlet-fail-on -1")
     assert code == 1 and "pytest exit status 4" in out and "--gauntlet-fail-on must be a percentage" in out, out
     assert not runner.path("GAUNTLET_RESULTS").exists()
+
+
+SELFTEST = CHECKOUT / "examples" / "ci" / "gauntlet-selftest-gpu.yml"
+
+
+@pytest.mark.parametrize(("env", "cores", "want"), [
+    ({"GAUNTLET_OFFLINE": "1"}, 16, ['python3 -m pytest -n 14 --dist worksteal -m not serial',
+                                     'python3 -m pytest -m serial']),
+    ({"GAUNTLET_OFFLINE": "1", "GAUNTLET_WORKERS": "6"}, 16, ['python3 -m pytest -n 6 --dist worksteal -m not serial',
+                                                              'python3 -m pytest -m serial']),
+    ({}, 16, ['scripts/test.sh workers=14']),
+    ({}, 2, ['scripts/test.sh workers=2']),
+])
+def test_the_selftest_workflow_runs_the_readme_s_suite(tmp_path, env, cores, want):
+    """examples/ci/gauntlet-selftest-gpu.yml's step, run as GitHub runs it with python3, nproc and scripts/test.sh
+    replaced by recorders: online it is the README's test command with workers two below the cores; offline it is the
+    README's command for a runner without a package network, word for word."""
+    workflow = yaml.safe_load(SELFTEST.read_text())
+    assert SELFTEST.parent != CHECKOUT / ".github" / "workflows"
+    (step,) = [s for s in workflow["jobs"]["tests"]["steps"] if "run" in s]
+    assert "${{" not in step["run"]
+    bin_, log = tmp_path / "bin", tmp_path / "calls.txt"
+    bin_.mkdir()
+    for name, body in (("python3", f'echo "python3 $*" >> {log}'), ("nproc", f"echo {cores}")):
+        (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "test.sh").write_text(f'echo "scripts/test.sh workers=$GAUNTLET_WORKERS" >> {log}\n')
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    settings = {k: str(v) for k, v in workflow["env"].items()}
+    code, out = _run(["bash", "--noprofile", "--norc", "-eo", "pipefail", script], tmp_path,
+                     {"PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", **settings, **env}, timeout=60)
+    assert code == 0, out
+    assert log.read_text().splitlines() == want
+    readme = (CHECKOUT / "README.md").read_text().replace("\n", " ")
+    assert '`python -m pytest -n 14 --dist worksteal -m "not serial"` then `python -m pytest -m serial`' in readme
