@@ -4,11 +4,12 @@ functions of headers (the GPU behaviour itself is exercised by the `gpu` corpus 
 and scripts/timing_probe.py)."""
 import math
 import random
+import time
 
 import pytest
 
 from harness.judge.process import kernels, replies
-from harness.judge.timing import bench, scoring, starved, timed, window
+from harness.judge.timing import bench, peaks, scoring, starved, window
 from harness.judge.timing.bench import Schedule
 from harness.reasons import Reason
 
@@ -211,6 +212,23 @@ def test_schedule_interleaves_rounds_with_the_other_side_stopped():
     figs = s.figures()
     assert math.isclose(figs["cublas"]["ms"] / figs["candidate"]["ms"], 1.25, rel_tol=0.02)
     assert s.second_clock(figs) == []
+
+
+def test_a_shape_s_phases_say_where_its_wall_time_went():
+    """Issue 17's profile of a timed shape: every part the parent waits for is timed, and the parts add up to no
+    more than the shape's wall time (stop is inside the requests, so the total leaves it out)."""
+    s, _ = _schedule()
+    t0 = time.perf_counter()
+    s.run(budget_s=30.0)            # a budget the rule, not the deadline, ends
+    s.end()
+    wall = time.perf_counter() - t0
+    phases = s.phases.record()
+    assert {"setup", "stop", "empty candidate", "empty baseline", "batches candidate", "batches baseline", "checks",
+            "stopping_rule", "spots", "end"} <= set(phases), phases
+    assert all(v >= 0 for v in phases.values())
+    assert sum(v for k, v in phases.items() if k != "stop") <= wall + 1e-3
+    assert phases["stop"] <= phases["empty candidate"] + phases["empty baseline"] + phases["batches candidate"] + \
+        phases["batches baseline"] + phases["spots"] + 1e-3
 
 
 def test_rounds_cut_short_by_the_deadline_still_spot_check():
@@ -581,21 +599,21 @@ def test_paired_interval_contains_the_ratio_and_cancels_shared_drift():
 
 def test_physics_rejects_a_time_faster_than_the_hardware():
     entry = {"dtype": "bfloat16", "shape": {"M": 1}, "tflops": 2000.0, "gbps": 10.0}
-    assert [r.code for r in timed._physics(entry, {"bfloat16": {"tflops": 780.0}, "copy_gbps": 3000.0})] == \
+    assert [r.code for r in peaks.physics(entry, {"bfloat16": {"tflops": 780.0}, "copy_gbps": 3000.0})] == \
         ["below_roofline"]
-    assert timed._physics(dict(entry, tflops=700.0), {"bfloat16": {"tflops": 780.0}}) == []
+    assert peaks.physics(dict(entry, tflops=700.0), {"bfloat16": {"tflops": 780.0}}) == []
 
 
 def test_a_ceiling_measured_under_contention_is_measured_again_before_rejecting():
     # Three judges sharing an H100 measured cuBLAS bf16 at 432 TFLOP/s; an honest candidate then ran at 715.
     entry = {"dtype": "bfloat16", "shape": {"M": 1}, "tflops": 715.0, "gbps": 10.0}
-    peaks = {"bfloat16": {"tflops": 432.0}, "copy_gbps": 3000.0}
-    assert timed._physics(entry, dict(peaks), lambda: {"bfloat16": {"tflops": 780.0}, "copy_gbps": 2900.0}) == []
-    kept = dict(peaks)
-    timed._physics(entry, kept, lambda: {"bfloat16": {"tflops": 780.0}, "copy_gbps": 2900.0})
+    measured = {"bfloat16": {"tflops": 432.0}, "copy_gbps": 3000.0}
+    assert peaks.physics(entry, dict(measured), lambda: {"bfloat16": {"tflops": 780.0}, "copy_gbps": 2900.0}) == []
+    kept = dict(measured)
+    peaks.physics(entry, kept, lambda: {"bfloat16": {"tflops": 780.0}, "copy_gbps": 2900.0})
     assert kept == {"bfloat16": {"tflops": 780.0}, "copy_gbps": 3000.0}       # the better figure of each kept
     # A quiet GPU confirms the ceiling: still rejected.
-    still = timed._physics(dict(entry, tflops=2000.0), dict(peaks), lambda: {"bfloat16": {"tflops": 780.0}})
+    still = peaks.physics(dict(entry, tflops=2000.0), dict(measured), lambda: {"bfloat16": {"tflops": 780.0}})
     assert [r.code for r in still] == ["below_roofline"]
 
 

@@ -32,14 +32,14 @@ larger than its baseline's reports less GPU time than its calls took (`tampering
 from __future__ import annotations
 
 import random
-import statistics
 import time
+from contextlib import nullcontext
 
 from harness.gpu import HOLD_MS
 from harness.judge.process import kernels, replies
 from harness.judge.process.isolate import Child, ChildFailed
-from harness.judge.timing import scoring, window
-from harness.judge.timing.starved import starved_flags, starved_shift, starved_where
+from harness.judge.timing import figures, scoring, window
+from harness.judge.timing.figures import Phases
 from harness.reasons import Reason
 
 HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
@@ -60,12 +60,6 @@ SPOT_CHANCE = 1 / 16
 # flushes of 0.17 to 0.58 ms (0.035 ms idle) in up to 3 of 9 batches: so the slack is 1 ms (a time slice given to
 # another context is longer), and a baseline is ruled disturbed only when at least QUIET_SHARE of its batches are.
 QUIET_FACTOR, QUIET_SLACK_MS, QUIET_SHARE, QUIET_MIN = 2.0, 1.0, 0.25, 3
-# The second clock's tolerance. Per call the parent also sees refill, flush, hold and a profiler session start and
-# stop: 4.8 ms per call in-process at 4096^3 on an H100 (1.9 ms without the profiler). Seen from the parent, less the
-# empty batch, that overhead was 3.8 to 6.9 ms per call, and two workers running the same code differed by up to
-# 1.54x (6.05 against 3.93 ms). So a candidate's overhead may be up to twice its baseline's plus 1 ms: the clock
-# bounds gross under-reporting only (see README, threat model).
-CLOCK_SLACK_MS, CLOCK_OVERHEAD_FACTOR, CLOCK_FRACTION = 1.0, 2.0, 0.10
 
 
 class BaselineFailed(Exception):
@@ -78,10 +72,12 @@ class TimingRejected(Exception):
         self.reasons = reasons
 
 
-def _ask(active: Child, others: list[Child], request: dict, timeout: float, what: str, max_blob: int = 0):
+def _ask(active: Child, others: list[Child], request: dict, timeout: float, what: str, max_blob: int = 0,
+         phases: Phases | None = None):
     """One request to `active` while every other worker is stopped. Returns (header, blobs, wall ms)."""
-    for other in others:
-        other.stop()
+    with phases("stop") if phases else nullcontext():
+        for other in others:
+            other.stop()
     t0 = time.perf_counter()
     try:
         header, blobs = active.request(request, timeout=timeout, what=what, max_blob=max_blob)
@@ -118,14 +114,16 @@ class Schedule:
         self.spots: list[tuple[int, dict, list]] = []
         self.disturbed: dict = {}          # baseline label -> [disturbed batches, batches]
         self.busy_gpu = False              # the quiet check ruled the GPU busy (its reason is in self.reasons)
+        self.phases = Phases()             # where the shape's wall time went (figures.Phases)
 
     # -- set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> dict:
         probes = {}
         for child, labels in ((self.base, self.labels), (self.cand, ["candidate"])):
             other = self.cand if child is self.base else self.base
-            header, _, _ = _ask(child, [other], dict(self.request, op="bench_setup"), self.timeout,
-                                f"warming up {labels}")
+            with self.phases("setup"):
+                header, _, _ = _ask(child, [other], dict(self.request, op="bench_setup"), self.timeout,
+                                    f"warming up {labels}")
             try:
                 sides = replies.setup(header, labels)
             except replies.BadReply as exc:
@@ -159,7 +157,7 @@ class Schedule:
         self.hold_ms, self.calls = hold_ms, calls
         deadline = time.monotonic() + budget_s
         for r in range(rounds):
-            if r >= MIN_ROUNDS and (time.monotonic() > deadline or self.precise_enough(baselines)):
+            if r >= MIN_ROUNDS and (time.monotonic() > deadline or self.stop_now(baselines)):
                 break          # the estimate above leaves out per-call overheads (profiler, refill): wall time rules
             order = list(sides)
             self.rng.shuffle(order)
@@ -173,6 +171,10 @@ class Schedule:
             taken = {index for index, _, _ in self.spots}
             index = self.rng.choice([i for i in range(calls) if i not in taken] or list(range(calls)))
             self.spots.append((index, *self._spot(index)))
+
+    def stop_now(self, baselines: list[str]) -> bool:
+        with self.phases("stopping_rule"):
+            return self.precise_enough(baselines)
 
     def precise_enough(self, baselines: list[str]) -> bool:
         """Whether every baseline's speedup is known to within PRECISION (scoring.round_ratio_halfwidth), and the
@@ -200,17 +202,28 @@ class Schedule:
 
     def _batch(self, label: str, r: int, calls: int, hold_ms: float, spot: bool) -> None:
         child, other = (self.cand, self.base) if label == "candidate" else (self.base, self.cand)
+        side = "candidate" if child is self.cand else "baseline"
         # An empty batch first: the same request path with no call, so the second clock can take each worker's
         # per-request cost (state checks, reply) out of the batch's wall time.
         empty = {"op": "bench_batch", "side": label, "calls": 0, "hold_ms": hold_ms}
-        header, _, empty_wall = _ask(child, [other], empty, self.timeout, f"timing {label}")
+        with self.phases("empty " + side):
+            header, _, empty_wall = _ask(child, [other], empty, self.timeout, f"timing {label}", phases=self.phases)
         try:
             replies.batch(header, 0)
         except replies.BadReply as exc:
             self.reasons.append(self._bad_reply(child, exc))
             return
         request = {"op": "bench_batch", "side": label, "calls": calls, "hold_ms": hold_ms}
-        header, _, wall = _ask(child, [other], request, self.timeout, f"timing {label}")
+        with self.phases("batches " + side):
+            header, _, wall = _ask(child, [other], request, self.timeout, f"timing {label}", phases=self.phases)
+        with self.phases("checks"):
+            self._take(child, label, r, calls, header, wall, empty_wall)
+        if label == "candidate" and spot and not self.reasons:
+            index = self.rng.randrange(calls)
+            self.spots.append((index, *self._spot(index)))
+
+    def _take(self, child: Child, label: str, r: int, calls: int, header: dict, wall: float, empty_wall: float):
+        """A batch's reply, read and judged: its windows, its kernels, the quiet check; its calls kept."""
         try:
             replies.batch(header, calls)
             outside, margins = window.batch_problems(header)
@@ -228,9 +241,6 @@ class Schedule:
             "wall_per_call": max(0.0, wall - empty_wall) / calls, "calls": header["calls"], "window": margins})
         if label == "candidate":
             self._check_candidate_batch(header)
-            if spot and not self.reasons:
-                index = self.rng.randrange(calls)
-                self.spots.append((index, *self._spot(index)))
         else:
             self._check_quiet(label, header)
 
@@ -266,6 +276,10 @@ class Schedule:
                                        "GPU work the candidate left queued"))
 
     def _spot(self, index: int):
+        with self.phases("spots"):
+            return self._fetch_spot(index)
+
+    def _fetch_spot(self, index: int):
         self.base.stop()
         header, blobs = self.cand.request({"op": "bench_spot", "side": "candidate", "index": index},
                                           timeout=self.timeout, what="returning a timed call's output",
@@ -280,6 +294,10 @@ class Schedule:
         return header, blobs
 
     def end(self) -> None:
+        with self.phases("end"):
+            self._end()
+
+    def _end(self) -> None:
         for child in (self.cand, self.base):
             if child.alive:
                 try:
@@ -289,36 +307,9 @@ class Schedule:
         self.cand.cont()
         self.base.cont()
 
-    # -- figures -------------------------------------------------------------------------------------------------
+    # -- figures (harness.judge.timing.figures) ---------------------------------------------------------------
     def figures(self) -> dict:
-        """Per side: median GPU ms, median host launch ms, per-round medians; per baseline: speedup, paired CI."""
-        out = {}
-        for label, rounds in self.samples.items():
-            ms = [x for r in rounds for x in r["ms"]]
-            gaps = [r["wall_per_call"] - statistics.mean(r["ms"]) for r in rounds]
-            margins = [m for r in rounds for m in r.get("window", [])]
-            starved = sum(flag for _, flag in starved_flags(rounds))
-            shift = starved_shift(rounds)
-            out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
-                          "calls": len(ms), "starved_calls": [starved, len(ms)],
-                          "starved_shift": None if shift is None else round(shift, 5),
-                          "starved_where": starved_where(rounds),
-                          "rounds": {r["round"]: r["ms"] for r in rounds},
-                          "clock_gap_ms": scoring.median(gaps),
-                          "kernels": kernels.summary([c for r in rounds for c in r["calls"]]),
-                          "window_us": window.least_margins(margins)}
-        return out
+        return figures.of(self.samples)
 
     def second_clock(self, figs: dict) -> list[Reason]:
-        cand = figs["candidate"]
-        base_gaps = [f["clock_gap_ms"] for label, f in figs.items() if label != "candidate"]
-        if not base_gaps:
-            return []
-        base_gap = min(base_gaps)
-        allowed = CLOCK_OVERHEAD_FACTOR * base_gap + CLOCK_SLACK_MS + CLOCK_FRACTION * cand["ms"]
-        if cand["clock_gap_ms"] > allowed:
-            return [Reason("tampering", f"the parent's clock saw {cand['clock_gap_ms'] + cand['ms']:.3f} ms per timed "
-                                        f"call where the candidate's events report {cand['ms']:.3f} ms (the "
-                                        f"baseline's overhead per call is {base_gap:.3f} ms): the events "
-                                        "under-report the GPU time")]
-        return []
+        return figures.second_clock(figs)

@@ -1,0 +1,80 @@
+"""What a timed shape's rounds come to (harness.judge.timing.bench): each side's figures, the second clock that
+bounds how far a candidate's events may under-report, and where the shape's wall time went (`phases_s`).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+
+from harness.judge.process import kernels
+from harness.judge.timing import scoring, window
+from harness.judge.timing.starved import starved_flags, starved_shift, starved_where
+from harness.reasons import Reason
+
+# The second clock's tolerance. Per call the parent also sees refill, flush, hold and a profiler session start and
+# stop: 4.8 ms per call in-process at 4096^3 on an H100 (1.9 ms without the profiler). Seen from the parent, less the
+# empty batch, that overhead was 3.8 to 6.9 ms per call, and two workers running the same code differed by up to
+# 1.54x (6.05 against 3.93 ms). So a candidate's overhead may be up to twice its baseline's plus 1 ms: the clock
+# bounds gross under-reporting only (see README, threat model).
+CLOCK_SLACK_MS, CLOCK_OVERHEAD_FACTOR, CLOCK_FRACTION = 1.0, 2.0, 0.10
+
+
+def of(samples: dict) -> dict:
+    """Per side: median GPU ms, median host launch ms, per-round medians; per baseline: speedup, paired CI."""
+    out = {}
+    for label, rounds in samples.items():
+        ms = [x for r in rounds for x in r["ms"]]
+        gaps = [r["wall_per_call"] - statistics.mean(r["ms"]) for r in rounds]
+        margins = [m for r in rounds for m in r.get("window", [])]
+        starved = sum(flag for _, flag in starved_flags(rounds))
+        shift = starved_shift(rounds)
+        out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
+                      "calls": len(ms), "starved_calls": [starved, len(ms)],
+                      "starved_shift": None if shift is None else round(shift, 5),
+                      "starved_where": starved_where(rounds),
+                      "rounds": {r["round"]: r["ms"] for r in rounds},
+                      "clock_gap_ms": scoring.median(gaps),
+                      "kernels": kernels.summary([c for r in rounds for c in r["calls"]]),
+                      "window_us": window.least_margins(margins)}
+    return out
+
+
+def second_clock(figs: dict) -> list[Reason]:
+    cand = figs["candidate"]
+    base_gaps = [f["clock_gap_ms"] for label, f in figs.items() if label != "candidate"]
+    if not base_gaps:
+        return []
+    base_gap = min(base_gaps)
+    allowed = CLOCK_OVERHEAD_FACTOR * base_gap + CLOCK_SLACK_MS + CLOCK_FRACTION * cand["ms"]
+    if cand["clock_gap_ms"] > allowed:
+        return [Reason("tampering", f"the parent's clock saw {cand['clock_gap_ms'] + cand['ms']:.3f} ms per timed "
+                                    f"call where the candidate's events report {cand['ms']:.3f} ms (the "
+                                    f"baseline's overhead per call is {base_gap:.3f} ms): the events "
+                                    "under-report the GPU time")]
+    return []
+
+
+class Phases:
+    """Where a timed shape's wall time goes, measured by the parent as it runs (the timing entry's `phases_s`):
+    `setup` (both sides' warm-up and probe), `empty` and `batches` per side (the second clock's empty requests and
+    the timed batches, as the parent waits for them; `stop`, stopping the other worker first, is part of both),
+    `checks` (the parent's reading of each reply: windows, kernels, the quiet check), `stopping_rule`, `spots` (timed
+    outputs fetched), `end`, and, from harness.judge.timing.timed, `expected` (the shape's answer) and
+    `spot_checks`. Issue 17: a shape timed alone took 1.6 to 2.8 s on an H100 where its timed calls summed to a
+    fraction of that, and nothing said where the rest went."""
+
+    def __init__(self):
+        self.spent = defaultdict(float)
+
+    @contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent[name] += time.perf_counter() - t0
+
+    def record(self) -> dict:
+        return {name: round(s, 4) for name, s in sorted(self.spent.items())}
