@@ -1,6 +1,7 @@
 """Bad input gets a clear error blamed on whoever made it, and `--json` prints exactly one JSON object on every path:
 usage errors (exit 2, verdict `usage_error`), problem-file errors (blame `problem`), candidate errors (a verdict).
 A changed solution is judged again by `gauntlet run`; a killed judge leaves no worker behind."""
+import importlib
 import json
 import re
 import os
@@ -175,3 +176,38 @@ def test_list_json_is_one_object_and_names_the_broken_problem(tmp_path):
     assert [b["id"] for b in doc["broken"]] == ["broken_one"]
     gemm = next(p for p in doc["problems"] if p["id"] == "gemm")
     assert gemm["shipped"] and "bfloat16" in gemm["dtypes"] and "torch_matmul" in [s["name"] for s in gemm["solutions"]]
+
+
+def test_a_harness_bug_outside_a_judgement_is_blamed_on_the_harness_not_the_user(monkeypatch, capsys):
+    """A ValueError from Gauntlet's own code (here `list` made to raise one) is an internal error: exit 3, one JSON
+    object blaming the harness, the traceback on stderr. It used to be caught as a usage error blamed on the user."""
+    from harness.cli import list as list_cmd
+    cli_main = importlib.import_module("harness.cli.main")
+
+    def broken(args):
+        raise ValueError("an index the harness got wrong")
+    monkeypatch.setattr(list_cmd, "run", broken)
+    code = cli_main.main(["list", "--json"])
+    out, err = capsys.readouterr()
+    assert code == cli_main.INTERNAL_ERROR == 3
+    doc = _one_json(out)
+    assert doc == {"schema": "gauntlet.eval/1", "verdict": "internal_error", "blame": "harness",
+                   "error": "ValueError: an index the harness got wrong"}
+    assert "internal error (a bug in Gauntlet" in err and "Traceback" in err
+    _validate(doc)
+
+
+def test_what_the_user_gave_is_still_the_user_s_usage_error(capsys):
+    """The settings once checked with a plain ValueError are UsageErrors now: still exit 2, said as the user's."""
+    cli_main = importlib.import_module("harness.cli.main")
+    code = cli_main.main(["eval-many", "gemm", str(ROOT / "solutions" / "gemm" / "torch_matmul.py"), "--device",
+                          "cpu", "--gpus", "all"])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert "gauntlet: error: --gpus all on the CPU" in err and "internal error" not in err
+
+
+def _validate(doc: dict) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "harness" / "schemas" / "eval.schema.json").read_text())
+    jsonschema.validate(doc, schema)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
 from harness import discover
 from harness.cli import compare, options, output, report
@@ -14,8 +15,14 @@ from harness.cli import run as run_cmd
 from harness.discover import UsageError
 from harness.judge.process import bytecode
 from harness.judge.records import interrupt, stopped
+from harness.judge.records.gate import GateError
+from harness.mutate.mutants import NotMutable
 from harness.problem import ProblemError
+from harness.searchpath import SearchPathError
 
+INTERNAL_ERROR = 3          # exit status of a harness bug (0/1: verdicts, 2: usage, 130/143: stopped)
+# What the user gave and Gauntlet refused: an argument, a file, a setting, a search path, a stored results file.
+USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable)
 COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    # in `gauntlet --help`'s order
 
 
@@ -53,14 +60,25 @@ def main(argv: list[str] | None = None) -> int:
                 return args.func(args)
             finally:
                 discover.use(previous)
-        except (UsageError, ProblemError, ValueError) as exc:
-            # Whose fault: a problem file that breaks the contract is its author's; everything else is the user's.
+        except (*USER_ERRORS, ProblemError) as exc:
+            # Whose fault: a problem file that breaks the contract is its author's; what the user asked for, the
+            # user's (UsageError, raised where an argument, a file or a setting given is checked).
             blame = "problem" if isinstance(exc, ProblemError) else "user"
             print(f"gauntlet: error: {exc}", file=sys.stderr)
             if want_json:
                 output.emit_json({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame,
                                   "error": str(exc)})
             return 2
+        except Exception as exc:         # noqa: BLE001 - anything else is the harness's own bug, said as such
+            # Not the user's: an unexpected exception (a ValueError included) used to be reported as a usage error.
+            # Candidate failures never get here (they are verdicts); what does is a harness bug.
+            print(f"gauntlet: internal error (a bug in Gauntlet, not in your input): {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            if want_json:
+                output.emit_json({"schema": "gauntlet.eval/1", "verdict": "internal_error", "blame": "harness",
+                                  "error": f"{type(exc).__name__}: {exc}"})
+            return INTERNAL_ERROR
         except interrupt.Interrupted as stop:
             # Stopped outside a judgement (starting up, or after the verdict was printed): nothing to keep.
             print(f"gauntlet: stopped by {stop.name}", file=sys.stderr)

@@ -42,22 +42,23 @@ class InlineExecutor:
 
 
 def make(kind: str | None, device: str, gpus: str | None = None, address: str | None = None, overlap: int = 1):
-    """The executor the options ask for. ValueError (the user's error) for a combination that cannot work.
+    """The executor the options ask for. UsageError (the user's error) for a combination that cannot work.
     `overlap`: judges per GPU (--overlap K): K slots on each GPU, whose correctness phases run side by side while
     each timing has the card alone (harness.judge.timing.turns)."""
+    from harness.discover import UsageError
     from harness.executors import slots
     if address and kind != "ray":
-        raise ValueError("--address is for --executor ray")
+        raise UsageError("--address is for --executor ray")
     if overlap < 1:
-        raise ValueError(f"--overlap must be a positive number of judges per GPU, got {overlap}")
+        raise UsageError(f"--overlap must be a positive number of judges per GPU, got {overlap}")
     if overlap > 1 and kind == "ray":
-        raise ValueError("--overlap is for the local executor (a Ray task holds a whole GPU)")
+        raise UsageError("--overlap is for the local executor (a Ray task holds a whole GPU)")
     if kind == "ray":
         from harness.executors.cluster import RayExecutor
         logical = None
         if gpus is not None:
             if address:
-                raise ValueError("--gpus with --address: the cluster says how many GPUs it has")
+                raise UsageError("--gpus with --address: the cluster says how many GPUs it has")
             logical = len(slots.slot_devices(gpus, device))
         elif device == "cpu" and not address:
             logical = slots.logical_count() or 1

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from harness.discover import UsageError
+
 LOGICAL_ENV = "GAUNTLET_LOGICAL_GPUS"
 
 
@@ -29,7 +31,7 @@ def visible_devices(environ=os.environ, gpu_count=lambda: 0) -> list[str]:
 def slot_device(slot: int, devices: list[str]) -> str:
     """Slot `slot`'s device, round-robin over `devices` (more slots than devices share them)."""
     if not devices:
-        raise ValueError("no devices to hand out")
+        raise UsageError("no devices to hand out")
     return devices[slot % len(devices)]
 
 
@@ -55,17 +57,17 @@ def slot_devices(spec: str, device: str, environ=os.environ, cuda_count=None) ->
         devices = visible_devices(environ, cuda_count)
         devices = devices[:cuda_count()] if devices else devices
         if not devices:
-            raise ValueError("--gpus: no CUDA device is visible (CUDA_VISIBLE_DEVICES hides them all?)")
+            raise UsageError("--gpus: no CUDA device is visible (CUDA_VISIBLE_DEVICES hides them all?)")
         if spec == "all":
             return devices
         n = _count(spec)
         if n > len(devices):
-            raise ValueError(f"--gpus {n}: only {len(devices)} GPU(s) visible ({', '.join(devices)})")
+            raise UsageError(f"--gpus {n}: only {len(devices)} GPU(s) visible ({', '.join(devices)})")
         return devices[:n]
     if spec == "all":
         n = logical_count(environ)
         if n is None:
-            raise ValueError(f"--gpus all on the CPU: there are no GPUs to count; give a number (--gpus 2: two "
+            raise UsageError(f"--gpus all on the CPU: there are no GPUs to count; give a number (--gpus 2: two "
                              f"logical slots) or set {LOGICAL_ENV}=N")
         return [str(i) for i in range(n)]
     return [str(i) for i in range(_count(spec))]
@@ -82,5 +84,5 @@ def _positive(text: str, what: str) -> int:
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"{what}, got {text!r}")
+        raise UsageError(f"{what}, got {text!r}")
     return n

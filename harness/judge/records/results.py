@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from harness.discover import ROOT
+from harness.discover import ROOT, UsageError
 
 EVAL_SCHEMA = "gauntlet.eval/1"
 RUN_SCHEMA = "gauntlet.run/1"
@@ -174,9 +174,9 @@ def load(path: Path) -> dict:
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable results file: {exc}") from exc
+        raise UsageError(f"{path}: not a readable results file: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("schema") != RUN_SCHEMA:
-        raise ValueError(f"{path}: schema is {doc.get('schema') if isinstance(doc, dict) else None!r}, "
+        raise UsageError(f"{path}: schema is {doc.get('schema') if isinstance(doc, dict) else None!r}, "
                          f"expected {RUN_SCHEMA!r}")
     return doc
 

@@ -22,6 +22,7 @@ import glob
 import os
 import platform
 
+from harness.discover import UsageError
 from harness.judge.sandbox import landlock, limits, seccomp
 
 MODES = ("require", "auto", "off")
@@ -54,7 +55,7 @@ def missing() -> list[str]:
 def check_mode(mode: str) -> None:
     """Raises Unavailable (or ValueError for an unknown mode) before any judging starts."""
     if mode not in MODES:
-        raise ValueError(f"unknown sandbox mode {mode!r}; known: {', '.join(MODES)}")
+        raise UsageError(f"unknown sandbox mode {mode!r}; known: {', '.join(MODES)}")
     if mode == "require" and missing():
         raise Unavailable("--sandbox require: this machine cannot confine a worker: it lacks "
                           + "; ".join(missing()) + " (use --sandbox auto to judge with what it offers, recorded)")
