@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from reports import compare as compare_mod
-from reports.load import EVAL_SCHEMA, MANY_SCHEMA, RUN_SCHEMA, VERDICTS, load_runs, read_run, validate_run
+from reports.load import (EVAL_SCHEMA, MANY_SCHEMA, RUN_SCHEMA, VERDICTS, BadResults, load_runs, read_run,
+                          validate_run)
 from reports.machines import merge_groups
 from reports.markdown import boards_markdown, render_markdown
 from reports.model import assemble_report, group_view
@@ -26,14 +27,15 @@ def build(paths: list, out_dir, compare: bool = False, fail_on: float = 5.0) -> 
     of them (threshold `fail_on` percent); the leaderboard itself shows NEW's records over BASE's, as always.
 
     Returns {"markdown": Path, "html": Path, "rows": n, "compare": the comparison or None}, n being the number of
-    leaderboard rows (one per solution per problem/dtype table). Raises ValueError naming the file for any
-    unreadable or malformed input, before anything is written, so a bad file never leaves a half-updated report.
+    leaderboard rows (one per solution per problem/dtype table). Raises BadResults (a ValueError) naming the file
+    for any unreadable or malformed input, before anything is written, so a bad file never leaves a half-updated
+    report.
     """
     runs = load_runs(paths)
     doc = None
     if compare:
         if len(paths) != 2:
-            raise ValueError(f"--compare takes exactly two results files (BASE NEW), got {len(paths)}")
+            raise BadResults(f"--compare takes exactly two results files (BASE NEW), got {len(paths)}")
         doc = compare_mod.compare(*(compare_mod.records_of(name, run) for name, run in runs), fail_on)
     report = assemble_report(runs, compare=doc, compare_names=tuple(str(p) for p in paths) if compare else ())
     markdown, page = render_markdown(report), render_html(report)

@@ -19,33 +19,37 @@ MANY_SCHEMA = "gauntlet.many/1"
 VERDICTS = ("pass", "fail", "error", "timeout", "unsupported", "interrupted")
 
 
+class BadResults(ValueError):
+    """A results file the user gave that cannot be read as one (missing, not JSON, not Gauntlet's output): the
+    user's to fix, said with the file's name (harness.cli.main reports it as a usage error)."""
+
+
 def load_runs(paths: list) -> list[tuple[str, dict]]:
     """Read and validate every file up front, so an error names its file before any output is produced."""
     if not paths:
-        raise ValueError("no results files given")
+        raise BadResults("no results files given")
     return [(str(p), read_run(Path(p))) for p in paths]
 
 
 def read_run(path: Path) -> dict:
-    """Parse one results file; every failure becomes a ValueError that starts with the file's path."""
+    """Parse one results file; every failure becomes a BadResults that starts with the file's path."""
     if not path.exists():
-        raise ValueError(f"{path}: no such file")
+        raise BadResults(f"{path}: no such file")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read: {exc}") from exc
+        raise BadResults(f"{path}: cannot read: {exc}") from exc
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         lines = _json_lines(text)
         if lines is None:
-            raise ValueError(f"{path}: not JSON: {exc}") from exc
+            raise BadResults(f"{path}: not JSON: {exc}") from exc
         doc = _as_run(lines, str(path))
     else:
         if isinstance(doc, dict) and doc.get("schema") == EVAL_SCHEMA:
             doc = _as_run([doc], str(path))
     return validate_run(doc, str(path))
-
 
 
 def _json_lines(text: str) -> list | None:
@@ -62,12 +66,12 @@ def _as_run(docs: list, name: str) -> dict:
     run = {"schema": RUN_SCHEMA, "environment": {}, "peaks": {}, "records": []}
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict) or doc.get("schema") not in (EVAL_SCHEMA, MANY_SCHEMA):
-            raise ValueError(f"{name}: line {i + 1} is not gauntlet output (schema {EVAL_SCHEMA!r} or {MANY_SCHEMA!r})")
+            raise BadResults(f"{name}: line {i + 1} is not gauntlet output (schema {EVAL_SCHEMA!r} or {MANY_SCHEMA!r})")
         if "summary" in doc:
             run["environment"] = doc["summary"].get("environment") or run["environment"]
             continue
         if doc.get("verdict") == "usage_error":
-            raise ValueError(f"{name}: a usage error, not a judgement: {doc.get('error')}")
+            raise BadResults(f"{name}: a usage error, not a judgement: {doc.get('error')}")
         record = {k: v for k, v in doc.items() if k not in ("environment", "peaks")}
         if doc.get("schema") == MANY_SCHEMA:
             record.update(schema=EVAL_SCHEMA, solution=str(doc.get("id") or doc.get("solution")))
@@ -80,9 +84,9 @@ def _as_run(docs: list, name: str) -> dict:
 def validate_run(doc, name: str) -> dict:
     """Check the shape of a run document, so rendering can trust types and errors say what was wrong where."""
     if not isinstance(doc, dict):
-        raise ValueError(f"{name}: expected a JSON object with schema {RUN_SCHEMA!r}, got {type(doc).__name__}")
+        raise BadResults(f"{name}: expected a JSON object with schema {RUN_SCHEMA!r}, got {type(doc).__name__}")
     if doc.get("schema") != RUN_SCHEMA:
-        raise ValueError(f"{name}: schema is {doc.get('schema')!r}, expected {RUN_SCHEMA!r}")
+        raise BadResults(f"{name}: schema is {doc.get('schema')!r}, expected {RUN_SCHEMA!r}")
     expect_type(doc.get("environment", {}), dict, name, "environment")
     expect_type(doc.get("peaks", {}), dict, name, "peaks")
     expect_type(doc.get("interrupted", {}), dict, name, "interrupted")
@@ -96,12 +100,12 @@ def validate_record(record, name: str, where: str) -> None:
     """Check one eval record; only the fields the report reads are required to have the right type."""
     expect_type(record, dict, name, where)
     if record.get("schema", EVAL_SCHEMA) != EVAL_SCHEMA:
-        raise ValueError(f"{name}: {where}.schema is {record.get('schema')!r}, expected {EVAL_SCHEMA!r}")
+        raise BadResults(f"{name}: {where}.schema is {record.get('schema')!r}, expected {EVAL_SCHEMA!r}")
     for key in ("problem", "solution", "verdict"):
         if not isinstance(record.get(key), str) or not record.get(key):
-            raise ValueError(f"{name}: {where}.{key} is missing or not a string")
+            raise BadResults(f"{name}: {where}.{key} is missing or not a string")
     if record["verdict"] not in VERDICTS:
-        raise ValueError(f"{name}: {where}.verdict is {record['verdict']!r}, expected one of {', '.join(VERDICTS)}")
+        raise BadResults(f"{name}: {where}.verdict is {record['verdict']!r}, expected one of {', '.join(VERDICTS)}")
     for key, kind in (("reasons", list), ("cases", dict), ("skipped", dict), ("timings", list), ("score", dict)):
         expect_type(record.get(key, kind()), kind, name, f"{where}.{key}")
     for j, reason in enumerate(record.get("reasons", [])):
@@ -117,8 +121,8 @@ def validate_record(record, name: str, where: str) -> None:
 
 
 def expect_type(value, kind: type, name: str, where: str):
-    """Return value if it is a `kind`, else raise the ValueError every schema problem is reported as."""
+    """Return value if it is a `kind`, else raise the BadResults every schema problem is reported as."""
     if not isinstance(value, kind):
-        raise ValueError(f"{name}: {where} should be a {'JSON object' if kind is dict else 'JSON array'}, "
+        raise BadResults(f"{name}: {where} should be a {'JSON object' if kind is dict else 'JSON array'}, "
                          f"got {type(value).__name__}")
     return value

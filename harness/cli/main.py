@@ -19,10 +19,12 @@ from harness.judge.records.gate import GateError
 from harness.mutate.mutants import NotMutable
 from harness.problem import ProblemError
 from harness.searchpath import SearchPathError
+from reports.compare import CompareError
+from reports.load import BadResults
 
 INTERNAL_ERROR = 3          # exit status of a harness bug (0/1: verdicts, 2: usage, 130/143: stopped)
 # What the user gave and Gauntlet refused: an argument, a file, a setting, a search path, a stored results file.
-USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable)
+USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable, CompareError, BadResults)
 COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    # in `gauntlet --help`'s order
 
 
