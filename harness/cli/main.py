@@ -71,7 +71,13 @@ def main(argv: list[str] | None = None) -> int:
                 output.emit_json({"schema": "gauntlet.eval/1", "verdict": "usage_error", "blame": blame,
                                   "error": str(exc)})
             return 2
-        except Exception as exc:         # noqa: BLE001 - anything else is the harness's own bug, said as such
+        except interrupt.Interrupted as stop:
+            # Stopped outside a judgement (starting up, or after the verdict was printed): nothing to keep.
+            print(f"gauntlet: stopped by {stop.name}", file=sys.stderr)
+            if want_json:
+                output.emit_json(output.interrupted_doc(f"stopped by {stop.name} before any judgement began"))
+            return stop.status
+        except Exception as exc:         # noqa: BLE001 - anything else is a harness bug (an interrupt is not an Exception)
             # Not the user's: an unexpected exception (a ValueError included) used to be reported as a usage error.
             # Candidate failures never get here (they are verdicts); what does is a harness bug.
             print(f"gauntlet: internal error (a bug in Gauntlet, not in your input): {type(exc).__name__}: {exc}",
@@ -81,12 +87,6 @@ def main(argv: list[str] | None = None) -> int:
                 output.emit_json({"schema": "gauntlet.eval/1", "verdict": "internal_error", "blame": "harness",
                                   "error": f"{type(exc).__name__}: {exc}"})
             return INTERNAL_ERROR
-        except interrupt.Interrupted as stop:
-            # Stopped outside a judgement (starting up, or after the verdict was printed): nothing to keep.
-            print(f"gauntlet: stopped by {stop.name}", file=sys.stderr)
-            if want_json:
-                output.emit_json(output.interrupted_doc(f"stopped by {stop.name} before any judgement began"))
-            return stop.status
 
 
 def _undumpable() -> None:
