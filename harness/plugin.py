@@ -35,6 +35,17 @@ def _gpu_count() -> int:
     return sum(line.startswith("GPU ") for line in out.stdout.splitlines()) if out.returncode == 0 else 0
 
 
+def _xdist_worker(environ) -> tuple[int | None, int]:
+    """(this pytest-xdist worker's index, the workers' count), or (None, 1) outside an xdist worker."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit()):
+        return None, 1
+    try:
+        return int(worker[2:]), max(1, int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    except ValueError:
+        return int(worker[2:]), 1
+
+
 def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
     """`pytest -n N` on a machine of several GPUs: worker gwI gets one GPU of its own (of those CUDA_VISIBLE_DEVICES
     lets it see, else of all), round-robin, before anything starts CUDA; and where several workers share a GPU,
@@ -42,17 +53,13 @@ def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
     harness.judge.values.memory), unless it is set already. Runs when the plugin is imported, in every xdist worker:
     from the installed package, so a user's repository gets it too, not only this checkout (its conftest.py is not
     shipped)."""
-    worker = environ.get("PYTEST_XDIST_WORKER", "")
-    if not (worker.startswith("gw") and worker[2:].isdigit()):
+    index, workers = _xdist_worker(environ)
+    if index is None:
         return
     devices = slots.visible_devices(environ, gpu_count)
     if not devices:
         return
-    environ["CUDA_VISIBLE_DEVICES"] = slots.slot_device(int(worker[2:]), devices)   # the rule `--gpus` uses too
-    try:
-        workers = max(1, int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
-    except ValueError:
-        workers = 1
+    environ["CUDA_VISIBLE_DEVICES"] = slots.slot_device(index, devices)   # the rule `--gpus` uses too
     environ.setdefault("GAUNTLET_JUDGES_PER_GPU", str(-(-workers // len(devices))))
 
 
@@ -61,13 +68,9 @@ def share_cpu_threads(environ=os.environ, cores=os.cpu_count) -> None:
     OMP_NUM_THREADS is set already; the judges and candidate workers it starts inherit it. Without a share every
     worker's torch spins one thread per core: 14 workers on a 16-core H100 runner made a 3 s CPU test take 198 s
     and stretched the whole suite past 10 minutes."""
-    worker = environ.get("PYTEST_XDIST_WORKER", "")
-    if not (worker.startswith("gw") and worker[2:].isdigit()) or environ.get("OMP_NUM_THREADS"):
+    index, workers = _xdist_worker(environ)
+    if index is None or environ.get("OMP_NUM_THREADS"):
         return
-    try:
-        workers = max(1, int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
-    except ValueError:
-        workers = 1
     share = max(1, (cores() or 1) // workers)
     environ["OMP_NUM_THREADS"] = str(share)
     torch = sys.modules.get("torch")             # imported already (another plugin): its pool is sized by now

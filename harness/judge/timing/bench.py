@@ -98,9 +98,10 @@ class Schedule:
     """Times one (dtype, shape): the candidate's worker against the baseline worker."""
 
     def __init__(self, cand: Child, base: Child, labels: list[str], request: dict, timeout: float,
-                 declared: frozenset, custom: bool, seed: int = 0):
+                 declared: frozenset, custom: bool, seed: int = 0, phases: Phases | None = None):
         """`seed`: the one the record's bootstrap interval is drawn with (harness.judge.timing.timed), so the stopping
-        rule checks the very interval that will be reported."""
+        rule checks the very interval that will be reported. `phases`: where the shape's time is counted (the
+        caller's, when it times parts of the shape too)."""
         self.seed = seed
         self.cand, self.base, self.labels = cand, base, labels
         self.request, self.timeout = request, timeout
@@ -114,7 +115,7 @@ class Schedule:
         self.spots: list[tuple[int, dict, list]] = []
         self.disturbed: dict = {}          # baseline label -> [disturbed batches, batches]
         self.busy_gpu = False              # the quiet check ruled the GPU busy (its reason is in self.reasons)
-        self.phases = Phases()             # where the shape's wall time went (figures.Phases)
+        self.phases = phases or Phases()   # where the shape's wall time went (figures.Phases)
 
     # -- set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> dict:
@@ -277,35 +278,29 @@ class Schedule:
 
     def _spot(self, index: int):
         with self.phases("spots"):
-            return self._fetch_spot(index)
-
-    def _fetch_spot(self, index: int):
-        self.base.stop()
-        header, blobs = self.cand.request({"op": "bench_spot", "side": "candidate", "index": index},
-                                          timeout=self.timeout, what="returning a timed call's output",
-                                          max_blob=self.request["max_blob"])
-        if not header.get("ok"):
-            raise ChildFailed(Reason("crash", f"while returning a timed output: {header.get('detail')}"))
-        try:
-            replies.spot(header, len(blobs))
-        except replies.BadReply as exc:
-            self.reasons.append(self._bad_reply(self.cand, exc))
-            return {}, []
-        return header, blobs
+            self.base.stop()
+            header, blobs = self.cand.request({"op": "bench_spot", "side": "candidate", "index": index},
+                                              timeout=self.timeout, what="returning a timed call's output",
+                                              max_blob=self.request["max_blob"])
+            if not header.get("ok"):
+                raise ChildFailed(Reason("crash", f"while returning a timed output: {header.get('detail')}"))
+            try:
+                replies.spot(header, len(blobs))
+            except replies.BadReply as exc:
+                self.reasons.append(self._bad_reply(self.cand, exc))
+                return {}, []
+            return header, blobs
 
     def end(self) -> None:
         with self.phases("end"):
-            self._end()
-
-    def _end(self) -> None:
-        for child in (self.cand, self.base):
-            if child.alive:
-                try:
-                    _ask(child, [], {"op": "bench_end"}, 60.0, "releasing timing buffers")
-                except (ChildFailed, BaselineFailed):
-                    pass
-        self.cand.cont()
-        self.base.cont()
+            for child in (self.cand, self.base):
+                if child.alive:
+                    try:
+                        _ask(child, [], {"op": "bench_end"}, 60.0, "releasing timing buffers")
+                    except (ChildFailed, BaselineFailed):
+                        pass
+            self.cand.cont()
+            self.base.cont()
 
     # -- figures (harness.judge.timing.figures) ---------------------------------------------------------------
     def figures(self) -> dict:

@@ -191,8 +191,7 @@ def _time_shape(judge, spec, shape, opts, record):
     del probe
     schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
                         timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,
-                        custom=judge.custom, seed=record.seed or 0)
-    schedule.phases = phases
+                        custom=judge.custom, seed=record.seed or 0, phases=phases)
     try:
         schedule.run(opts.timing_budget_s)
     except TimingRejected as exc:
