@@ -129,3 +129,87 @@ def test_overlapping_judges_on_one_device_judge_each_candidate_on_its_own(tmp_pa
     ends = [w["started_at"] + d["wall_s"] for w, d in zip(where, lines)]
     assert where[1]["started_at"] < ends[0] and ends[1] < ends[0]
     assert summary["summary"]["gpus"] == 1
+
+
+GEMM_F32 = ("import torch\nBACKEND = 'torch'\nDTYPES = ('float32',)\n%s\n"
+            "def solve(a, b):\n    return torch.matmul(a, b)\n")
+
+
+def test_eval_starts_its_worker_gated_before_it_imports_torch_and_its_judgement_takes_it(tmp_path):
+    """`gauntlet eval`'s candidate worker is spawned before the CLI imports torch (their start-ups overlap), gated
+    (the candidate's import waits for the judgement's word), and it is that very process the judgement uses."""
+    sol = tmp_path / "mine.py"
+    sol.write_text(GEMM_F32 % "")
+    script = f"""
+import json, sys
+from harness.judge.process import standby
+seen, taken = {{}}, []
+prestart, take = standby.prestart_judgement, standby.take_candidate
+def spy(problem, solution, opts, baseline):
+    seen['torch_before'] = 'torch' in sys.modules
+    prestart(problem, solution, opts, baseline)
+    seen['spawned'] = [c.proc.pid for c in standby._NEXT.values()]
+    seen['gated'] = [c.gated and c.hello is None and c.watchdog is not None for c in standby._NEXT.values()]
+def taking(*a):
+    child = take(*a)
+    taken.append(child.proc.pid if child else None)
+    return child
+standby.prestart_judgement, standby.take_candidate = spy, taking
+from harness.cli.main import main
+rc = main(['eval', 'gemm', {str(sol)!r}, '--device', 'cpu', '--examples', '1', '--json'])
+print(json.dumps(dict(seen, taken=taken, rc=rc, left=len(standby._NEXT))), file=sys.stderr)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    seen = json.loads(out.stderr.strip().splitlines()[-1])
+    assert json.loads(out.stdout)["verdict"] == "pass", out.stdout
+    assert seen["torch_before"] is False and seen["gated"] == [True]
+    assert seen["taken"] == seen["spawned"] and seen["rc"] == 0 and seen["left"] == 0
+
+
+def test_a_worker_started_for_nothing_is_closed_when_gauntlet_exits(tmp_path):
+    """A worker the judgement does not take (here, started for another --sandbox than the one asked for, as when
+    the device is guessed wrong) is killed and its folder removed on the way out, though `gauntlet` skips the
+    interpreter's teardown (harness.cli.main._leave); and its verdict and one JSON object are still whole."""
+    sol = tmp_path / "mine.py"
+    sol.write_text(GEMM_F32 % "")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    script = f"""
+import sys
+from types import SimpleNamespace
+from harness import discover
+from harness.judge.process import standby
+problem = discover.get_problem('gemm')
+standby.prestart_judgement(problem, discover.get_solution('gemm', {str(sol)!r}),
+                           SimpleNamespace(device='cpu', sandbox='off'), baseline=False)
+print('PID', *[c.proc.pid for c in standby._NEXT.values()], file=sys.stderr, flush=True)
+sys.argv = ['gauntlet', 'eval', 'gemm', {str(sol)!r}, '--device', 'cpu', '--examples', '1', '--json']
+from harness.cli.main import main
+main()
+raise SystemExit('main() returned: it should have ended the process')
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env=dict(os.environ, TMPDIR=str(scratch)))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["verdict"] == "pass"
+    pid = int(next(line for line in out.stderr.splitlines() if line.startswith("PID")).split()[1])
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z", "X")
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("gauntlet-")]
+
+
+def test_closing_a_worker_does_not_wait_for_its_exit_handlers(tmp_path):
+    """Workers are killed when their judgement is done, not asked to exit: a candidate whose exit handler sleeps
+    cannot make its judgement (or the next one) wait for it. With the orderly exit this waited 5 s."""
+    sol = tmp_path / "slow_exit.py"
+    sol.write_text(GEMM_F32 % "import atexit, time\natexit.register(time.sleep, 60)\n")
+    from harness import discover
+    from harness.judge.evaluate import Options, evaluate
+    problem = discover.get_problem("gemm")
+    record = evaluate(problem, discover.get_solution("gemm", str(sol)),
+                      Options(device="cpu", examples=1, seed=3, max_edges=1, failures_dir=str(tmp_path / "f")))
+    assert record.verdict == "pass", record.reasons
+    assert record.stages_s["close"] < 3.0, record.stages_s

@@ -15,7 +15,26 @@ def add(sub) -> None:
     options.formats_option(ev)
     ev.add_argument("--case", help="replay one case, as printed in a failure's repro line")
     ev.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
-    ev.set_defaults(func=run)
+    ev.set_defaults(func=run, prestart=prestart)
+
+
+def prestart(args) -> None:
+    """Before this process imports the judge's code and torch (harness.cli.main): the judgement's workers, gated
+    (harness.judge.process.standby.prestart_judgement), so that their start-up and the CLI's own overlap. The device
+    is guessed without torch (an NVIDIA driver's device node, and CUDA_VISIBLE_DEVICES not emptied): a wrong guess
+    only costs a worker that is never taken. Anything wrong with the arguments is left for `run` to say."""
+    import os
+    from types import SimpleNamespace
+    device = args.device or ("cuda" if os.path.exists("/dev/nvidiactl")
+                             and os.environ.get("CUDA_VISIBLE_DEVICES", "0") not in ("", "-1") else "cpu")
+    try:
+        problem = discover.get_problem(args.problem)
+        solution = discover.get_solution(problem.id, args.file, fmt=args.format, backend=args.backend)
+    except Exception:  # noqa: BLE001 - said by `run`, with its blame
+        return
+    from harness.judge.process import standby
+    standby.prestart_judgement(problem, solution, SimpleNamespace(device=device, sandbox=args.sandbox),
+                               baseline=not (args.no_timing or args.case))
 
 
 def run(args) -> int:

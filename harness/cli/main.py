@@ -31,7 +31,30 @@ COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    
 def main(argv: list[str] | None = None) -> int:
     if argv is None:                     # the `gauntlet` process itself (not a caller's, such as a test's)
         bytecode.use_in_this_process()   # before torch is imported: harness.judge.process.bytecode says why
-    argv = sys.argv[1:] if argv is None else list(argv)
+        _leave(_main(sys.argv[1:]))
+    return _main(list(argv))
+
+
+def _leave(status: int) -> None:
+    """End the `gauntlet` process once its command is done: exit handlers run (workers closed, temporary folders
+    removed, logs flushed) and the streams are flushed, but the interpreter's own teardown (torch's modules, the
+    judge's CUDA context: half a second and more, after the verdict is already out) is skipped. Where a thread that
+    is not a daemon is still running, the ordinary exit waits for it instead."""
+    import atexit
+    import os
+    import threading
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(status)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status if isinstance(status, int) else 1)
+
+
+def _main(argv: list[str]) -> int:
     want_json = "--json" in argv
     _undumpable()
     parser = _parser()
@@ -58,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                             f"{stopped.resume_command(argv)}")
             previous = discover.use(options.search_path(args))
             try:
+                if getattr(args, "prestart", None):
+                    args.prestart(args)      # workers started gated, before the imports below (harness.cli.eval)
                 _import_everything()
                 return args.func(args)
             finally:

@@ -51,15 +51,17 @@ def _worker_env(home: str) -> dict:
 
 
 def close_all(children: list) -> None:
-    """Close workers together: each is asked to exit first, then all are waited for (up to 5 s in all), so their
-    teardowns (a CUDA context's takes about a second) overlap instead of adding up. Unwinding from Ctrl-C (or the
-    CLI's Interrupted): no polite exit, which a worker busy in solve() would answer only after the wait; its whole
-    tree is killed now, escaped processes included."""
-    stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt)
-    asked = [(child, child._ask_exit(stopping)) for child in children if child is not None]
-    deadline = time.monotonic() + 5.0
-    for child, waited in asked:
-        child._finish_close(waited, stopping, deadline)
+    """Close workers together: every worker's whole tree is sent SIGKILL (escaped processes included), then each is
+    reaped. No orderly exit is asked for: every answer of the judgement is in when a worker is closed, and that exit
+    was only the interpreter's and torch's teardown (0.8 s on a CPU host, about a second with a CUDA context) on
+    every judgement's way out. A killed worker's GPU memory is freed as its files close, which is before it can be
+    reaped, so whatever follows finds the card as free as after an orderly exit. The kills go out to all first, so
+    the teardowns overlap instead of adding up."""
+    live = [child for child in children if child is not None and child._stop_watching()]
+    for child in live:
+        child._kill_tree(once=True)
+    for child in live:
+        child._finish_close()
 
 
 class Child:
@@ -68,7 +70,7 @@ class Child:
 
     def __init__(self, problem, path: Path | None, backend: str, device: str, role: str = "candidate",
                  sandbox: str | None = None, budget: TimeBudget | None = None, bounds: Bounds | None = None,
-                 deferred: bool = False, fmt: str = "native"):
+                 deferred: bool = False, fmt: str = "native", watch: bool = True):
         """`deferred`: start the process and return at once; `finish_start()` completes the start. A deferred
         worker does the harness's own start-up (imports, the problem) and then waits for the judge's word before
         it touches the GPU (or, a candidate's, imports the candidate), so the judge can let the two workers' starts
@@ -76,7 +78,9 @@ class Child:
         worker's GPU start-up inside a turn on the card (harness.judge.timing.turns), never beside another judge's
         timing.
         `fmt`: the candidate file's format (harness.formats); the worker wraps a KernelBench or GPU MODE file into
-        `solve` (harness.child.adapters) and judges it like any other."""
+        `solve` (harness.child.adapters) and judges it like any other.
+        `watch`: start the watchdog now; False (a gated worker only) leaves it to `watch()`, so that a caller can
+        spawn two workers before it imports torch (the watchdog's GPU bound reads the card through torch)."""
         self.role, self.backend, self.device = role, backend, device
         self.budget = budget if budget is not None else TimeBudget(None)
         if isinstance(problem, str):
@@ -119,16 +123,27 @@ class Child:
         self.started = st[4] if st else 0
         self.alive = True
         self.stopped = False
-        bounds, card = worker_bounds(bounds, problem, device)
-        self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds, self._escaped_cheap, gpu=card)
+        self.watchdog: Watchdog | None = None
+        self._watch_args = (bounds, problem)
         self.gated, self.hello, self.start_failure = deferred, None, None
+        if watch or not deferred:
+            self.watch()
         if not deferred:
             self.finish_start()
+
+    def watch(self) -> None:
+        """Start the watchdog (harness.judge.process.watchdog), bounding the worker's memory (its share of the card's
+        where NVML reads it), processes, disk and time. Always before the worker is let go: a gated worker runs
+        only the harness's own start-up (no candidate code, no GPU) until then."""
+        if self.watchdog is None:
+            bounds, card = worker_bounds(*self._watch_args, self.device)
+            self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds, self._escaped_cheap, gpu=card)
 
     def release(self) -> None:
         """Let a gated worker go on to the GPU (and, a candidate's, to its import) without waiting for it: the
         caller holds the turn its GPU start-up runs in (harness.judge.timing.turns) until finish_start returns."""
         if self.gated:
+            self.watch()
             self.gated = False
             try:
                 protocol.send(self.req_w, {"op": "go"})
@@ -235,7 +250,7 @@ class Child:
             code = None
         tail = self.log_tail()            # before close(), which removes the scratch dir and the log with it
         self.close()
-        if self.watchdog.tripped:
+        if self.watchdog is not None and self.watchdog.tripped:
             return Reason("crash", f"the {self.role}'s process was stopped by the judge: {self.watchdog.tripped}")
         if code is not None and code < 0:
             how = f"killed by {signal.Signals(-code).name}"
@@ -260,29 +275,17 @@ class Child:
     def close(self) -> None:
         close_all([self])
 
-    def _ask_exit(self, stopping: bool) -> bool:
-        """The first half of closing: let the worker run and ask it to exit. Whether it is to be waited for."""
-        if not stopping:
-            self.cont()
-        self.watchdog.stop()
+    def _stop_watching(self) -> bool:
+        """The first half of closing: the watchdog stopped; whether the worker was still to be closed."""
+        if self.watchdog is not None:
+            self.watchdog.stop()
         if not self.alive:
             return False
         self.alive = False
-        try:
-            if not stopping:
-                protocol.send(self.req_w, {"op": "exit"})
-        except OSError:
-            pass
         return True
 
-    def _finish_close(self, waited: bool, stopping: bool, deadline: float) -> None:
-        if waited:
-            try:
-                self.proc.wait(timeout=0 if stopping else max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-        if stopping:
-            self._kill_tree()
+    def _finish_close(self) -> None:
+        self._kill_tree()
         self._kill_group()
         for fd in (self.req_w, self.resp_r):
             try:
@@ -300,8 +303,8 @@ class Child:
         """Processes that left the child's process group and session and are still running (pids.escaped)."""
         return pids.escaped(self.proc.pid, self.started)
 
-    def _kill_tree(self) -> None:
-        pids.kill_tree(self.proc.pid, self.escaped)
+    def _kill_tree(self, once: bool = False) -> None:
+        pids.kill_tree(self.proc.pid, self.escaped, once=once)
 
     def _kill_group(self) -> None:
         pids.kill_group(self.proc, self.escaped)

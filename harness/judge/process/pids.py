@@ -114,15 +114,19 @@ def escaped(worker: int, started: int) -> list[int]:
     return adopted_orphans({worker} | LIVE, started)
 
 
-def kill_tree(worker: int, escapes) -> None:
+def kill_tree(worker: int, escapes, once: bool = False) -> None:
     """SIGKILL the worker and every descendant at once (a process that left the group is still a descendant
-    while the worker lives), until none is alive. `escapes()`: its escaped processes, looked at again each time."""
+    while the worker lives), until none is alive. `escapes()`: its escaped processes, looked at again each time.
+    `once`: one round of signals, not waiting to see them dead (harness.judge.process.isolate.close_all sends
+    every worker's first, so that their deaths overlap)."""
     for _ in range(100):
         alive = [p for p in tree(worker, escapes()) if (stat(p) or "Z")[0] not in "ZXx"]
         if not alive:
             return
         for pid in alive:
             signal_pid(pid, signal.SIGKILL)
+        if once:
+            return
         time.sleep(0.005)
 
 

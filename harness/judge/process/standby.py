@@ -1,6 +1,6 @@
 """Workers started ahead of need, for a judge process that judges one candidate after another (`eval-many` and
-`run`: the inline executor and each local slot). Off unless such a process turns it on (`enable()`): a single
-`gauntlet eval` starts its workers as always.
+`run`: the inline executor and each local slot). Off unless such a process turns it on (`enable()`). A single
+`gauntlet eval` keeps nothing, but starts its own two workers before it imports torch (`prestart_judgement`).
 
 - The next candidate's worker, gated: started (the interpreter, the harness, torch: most of a worker's start-up)
   while the current candidate is judged, it touches the GPU and imports its candidate only when its own judgement lets
@@ -61,6 +61,36 @@ def prestart(problem, solution, opts) -> None:
         pass                          # its judgement starts one itself, and says what went wrong then
 
 
+def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
+    """`gauntlet eval`'s own workers, started before the CLI imports the judge's code and torch (harness.cli.eval):
+    the candidate's worker and, where the judgement times (`baseline`), the baseline worker, both gated. Their
+    start-ups (an interpreter, torch, the harness: about 3 s each on an H100 host) then run beside the CLI's own
+    instead of after it. Nothing is kept past the judgement: standby stays off, so the judgement closes both as
+    ever. Gated, neither touches the GPU nor, the candidate's, imports the candidate before its judgement lets it go,
+    which is after every import of the judge's process (harness.cli.main). Both are spawned before either's
+    watchdog starts: the watchdog's GPU bound imports torch here. Whatever fails is left for the judgement to meet
+    and say; a worker never taken (the device guessed wrong, a usage error found later) is closed at exit."""
+    if solution.error or solution.unsupported:
+        return
+    from harness.judge.process.isolate import Child
+    atexit.register(close)
+    spawned = []
+    try:
+        if baseline and opts.device == "cuda" and _base_key(problem, opts) not in _BASE:
+            spawned.append(Child(problem, None, "torch", opts.device, role="baseline", sandbox=opts.sandbox,
+                                 deferred=True, watch=False))
+            _BASE[_base_key(problem, opts)] = spawned[-1]
+        key = _candidate_key(problem, solution, opts)
+        if key not in _NEXT:
+            spawned.append(Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox,
+                                 deferred=True, fmt=solution.format, watch=False))
+            _NEXT[key] = spawned[-1]
+    except Exception:  # noqa: BLE001 - ChildFailed, an unconfinable kernel...: the judgement meets it and says it
+        pass
+    for child in spawned:
+        child.watch()
+
+
 def take_candidate(problem, solution, opts, budget):
     """The started worker of this candidate (its judgement's time budget now its own), or None."""
     child = _NEXT.pop(_candidate_key(problem, solution, opts), None)
@@ -74,11 +104,12 @@ def take_candidate(problem, solution, opts, budget):
 
 
 def take_baseline(problem, opts):
-    """The baseline worker kept from the last judgement of this problem, alive, or None."""
+    """The baseline worker kept from the last judgement of this problem, alive, or one started gated for this
+    judgement (prestart_judgement), or None."""
     base = _BASE.pop(_base_key(problem, opts), None)
     if base is None:
         return None
-    if not base.alive or base.hello is None or base.proc.poll() is not None:
+    if not base.alive or (base.hello is None and not base.gated) or base.proc.poll() is not None:
         base.close()
         return None
     return base
