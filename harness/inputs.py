@@ -124,15 +124,36 @@ def exact_matmul_operands(lead, M, N, K, g, device):
     """The operands of a problem's `make_exact_inputs` (gemm, gemm_layouts, bmm: one maker for every matmul-shaped
     problem). float32 A (*lead, M, K) and B (*lead, K, N) whose every product and partial sum is exact in fp32: A
     dense with integers below 2**bits, B with at most `terms` nonzero integers below 2**b_bits per column (at
-    random rows), then scaled by powers of two (rows of A, columns of B in 2**[-3, 3]), which keeps them exact."""
+    random rows), then scaled by powers of two (rows of A, columns of B in 2**[-3, 3]), which keeps them exact.
+    Nothing larger than the operands themselves is made at once (_sparse_columns)."""
     bits, b_bits, terms = EXACT_RECIPES[int(torch.randint(0, len(EXACT_RECIPES), (1,), generator=g,
                                                            device=device))]
-    a = torch.randint(1 - 2**bits, 2**bits, (*lead, M, K), generator=g, device=device).float()
-    mag = torch.randint(1, 2**b_bits, (*lead, K, N), generator=g, device=device).float()
-    sign = torch.where(torch.rand(*lead, K, N, generator=g, device=device) < 0.5, -1.0, 1.0)
-    keys = torch.rand(*lead, K, N, generator=g, device=device)
-    rank = keys.argsort(dim=-2, stable=True).argsort(dim=-2, stable=True)
-    b = torch.where(rank < terms, mag * sign, 0.0)
+    a = torch.randint(1 - 2**bits, 2**bits, (*lead, M, K), generator=g, device=device, dtype=torch.int32).float()
+    b = _sparse_columns(lead, K, N, terms, b_bits, g, device)
     row = torch.exp2(torch.randint(-3, 4, (*lead, M, 1), generator=g, device=device).float())
     col = torch.exp2(torch.randint(-3, 4, (*lead, 1, N), generator=g, device=device).float())
     return a * row * 2.0**-bits, b * col * 2.0**-b_bits
+
+
+KEY_SLAB = 1 << 25          # random keys drawn at once by _sparse_columns (128 MiB of float32)
+
+
+def _sparse_columns(lead, K, N, terms, b_bits, g, device):
+    """B (*lead, K, N): in each column, `terms` rows picked at random (the largest of K random keys) hold nonzero
+    integers below 2**b_bits with random signs; the rest is zero. Made a slab of columns at a time, so the keys and
+    their top-k never take more than KEY_SLAB elements beside B. (Keys for all of B and two int64 argsorts of them,
+    about six times B's own size, ran a worker out of memory on an 80 GB H100: bmm, B=128 K=4032 N=1920, fp32.)"""
+    b = torch.zeros(*lead, K, N, device=device)
+    if b.numel() == 0:
+        return b
+    k = min(terms, K)
+    per = max(1, KEY_SLAB // max(1, b.numel() // N))
+    for start in range(0, N, per):
+        cols = min(per, N - start)
+        keys = torch.rand(*lead, K, cols, generator=g, device=device)
+        rows = keys.topk(k, dim=-2).indices
+        del keys
+        mag = torch.randint(1, 2**b_bits, rows.shape, generator=g, device=device).float()
+        sign = torch.where(torch.rand(rows.shape, generator=g, device=device) < 0.5, -1.0, 1.0)
+        b[..., start:start + cols].scatter_(-2, rows, mag * sign)
+    return b

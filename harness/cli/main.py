@@ -25,6 +25,7 @@ from reports.load import BadResults
 INTERNAL_ERROR = 3          # exit status of a harness bug (0/1: verdicts, 2: usage, 130/143: stopped)
 # What the user gave and Gauntlet refused: an argument, a file, a setting, a search path, a stored results file.
 USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable, CompareError, BadResults)
+LEADERBOARD_COMMANDS = ("run", "report")   # the commands that import reports.leaderboard (after candidates ran)
 COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    # in `gauntlet --help`'s order
 
 
@@ -83,7 +84,7 @@ def _main(argv: list[str]) -> int:
             try:
                 if getattr(args, "prestart", None):
                     args.prestart(args)      # workers started gated, before the imports below (harness.cli.eval)
-                _import_everything()
+                _import_everything(args.command)
                 return args.func(args)
             finally:
                 discover.use(previous)
@@ -139,8 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _import_everything() -> None:
+def _import_everything(command: str) -> None:
     """Import all judge-side code before any candidate runs: a candidate that rewrote a harness or report file
-    on disk must not get its code imported into this (trusted) process later in the run."""
+    on disk must not get its code imported into this (trusted) process later in the run. The leaderboard (and
+    matplotlib under it: a quarter of a second) only for the commands that build one; the others never import it."""
     from harness.executors import task
-    task.import_judge_code()
+    task.import_judge_code(leaderboard=command in LEADERBOARD_COMMANDS)

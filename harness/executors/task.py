@@ -92,7 +92,9 @@ def undumpable() -> None:
         pass
 
 
-def import_judge_code() -> None:
+def import_judge_code(leaderboard: bool = True) -> None:
+    """Every judge-side module, imported before any candidate runs (harness.cli.main._import_everything says why);
+    `leaderboard`: reports.leaderboard too, for a process that builds one after its judgements."""
     import importlib
     import pkgutil
 
@@ -102,7 +104,8 @@ def import_judge_code() -> None:
     for pkg in (harness.judge, harness.executors, harness.mutate):
         for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
             importlib.import_module(info.name)
-    import reports.leaderboard  # noqa: F401
+    if leaderboard:
+        import reports.leaderboard  # noqa: F401
 
 
 def judge(job: dict, where: dict | None = None) -> dict:
