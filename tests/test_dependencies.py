@@ -61,3 +61,18 @@ def test_triton_on_the_cpu_is_unsupported_where_its_interpreter_cannot_run(monke
     assert backends.status("triton", "cpu") == (True, "")
     versions.update(triton="3.7.0", numpy="2.5.2")      # a later Triton is not presumed broken
     assert backends.status("triton", "cpu") == (True, "")
+
+
+def test_a_triton_worker_on_a_gpu_imports_triton_before_its_gate_and_nothing_else_does():
+    """backends.preload: what the candidate's import would load first, loaded by the worker ahead of the gate, on a GPU
+    only (on the CPU, TRITON_INTERPRET must be set first: after_import's business), and never a library that might
+    touch the GPU as it imports (CuPy, the CuTe DSL)."""
+    import subprocess
+    script = ("import sys\nfrom harness import backends\n"
+              "backends.preload('triton', 'cpu'); backends.preload('cupy', 'cuda'); backends.preload('cute', 'cuda')\n"
+              "before = sorted(m for m in ('triton', 'cupy', 'cutlass') if m in sys.modules)\n"
+              "backends.preload('triton', 'cuda')\n"
+              "print(before, 'triton.language' in sys.modules)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert out.stdout.split() == ["[]", "True"], out.stderr

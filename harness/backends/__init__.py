@@ -74,6 +74,26 @@ def prepare_process(backend: str, device: str) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
 
 
+# The library each backend's candidates import first, imported by the worker before its gate (harness.child.worker,
+# Session.prepare): at the gate's word the candidate's import then finds it loaded (Triton's import alone is about
+# half a second of a worker's start on an H100 host). Only what is known to import without touching the GPU (Triton
+# sets up its driver on first use); CuPy and the CuTe DSL are left to the candidate's own import.
+PRELOAD = {"triton": ("triton", "triton.language")}
+
+
+def preload(backend: str, device: str) -> None:
+    """Import the backend's library ahead of the candidate (PRELOAD), on a GPU only (on the CPU the Triton
+    interpreter's own set-up, after_import, imports it). A library that fails to import is left for the candidate's
+    import to fail on and say (import_error)."""
+    if device != "cuda":
+        return
+    for name in PRELOAD.get(backend, ()):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - said by the candidate's import, with its traceback
+            return
+
+
 def after_import(backend: str, device: str) -> None:
     """Fix-ups that depend on the backend's package being imported (the interpreter's bf16 dot)."""
     if device == "cpu" and backend == "triton":

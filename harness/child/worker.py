@@ -82,6 +82,8 @@ class Session:
             self.problem.module()
             self.baselines = _load_baselines(self.baseline_files) if self.role == "baseline" else {}
             backends.after_import(self.backend, self.device)
+            if self.role == "candidate":
+                backends.preload(self.backend, self.device)
         except Exception:  # noqa: BLE001
             return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}
         return None
