@@ -213,3 +213,30 @@ def test_closing_a_worker_does_not_wait_for_its_exit_handlers(tmp_path):
                       Options(device="cpu", examples=1, seed=3, max_edges=1, failures_dir=str(tmp_path / "f")))
     assert record.verdict == "pass", record.reasons
     assert record.stages_s["close"] < 3.0, record.stages_s
+
+
+def test_a_usage_error_found_after_the_early_start_closes_the_workers_at_once(tmp_path):
+    """`eval` starts its workers before it checks every argument; an argument refused later (here, a dtype the
+    problem lacks) ends the command with its usage error, and the worker started for it is closed then, not left
+    running until the process exits (a test session calls main() many times)."""
+    sol = tmp_path / "mine.py"
+    sol.write_text(GEMM_F32 % "")
+    script = f"""
+import json, os, sys
+from harness.judge.process import standby
+spawned = []
+prestart = standby.prestart_judgement
+def spy(*a, **k):
+    prestart(*a, **k)
+    spawned.extend(c.proc.pid for c in standby._PRESTARTED)
+standby.prestart_judgement = spy
+from harness.cli.main import main
+rc = main(['eval', 'gemm', {str(sol)!r}, '--device', 'cpu', '--dtype', 'float64', '--json'])
+alive = [p for p in spawned if os.path.exists(f'/proc/{{p}}')]
+print(json.dumps(dict(rc=rc, left=len(standby._NEXT) + len(standby._BASE), spawned=len(spawned), alive=alive)),
+      file=sys.stderr)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    seen = json.loads(out.stderr.strip().splitlines()[-1])
+    assert json.loads(out.stdout)["verdict"] == "usage_error"
+    assert seen == {"rc": 2, "left": 0, "spawned": 1, "alive": []}

@@ -13,7 +13,7 @@ from harness.cli import eval_many, mutate
 from harness.cli import list as list_cmd
 from harness.cli import run as run_cmd
 from harness.discover import UsageError
-from harness.judge.process import bytecode
+from harness.judge.process import bytecode, standby
 from harness.judge.records import interrupt, stopped
 from harness.judge.records.gate import GateError
 from harness.mutate.mutants import NotMutable
@@ -87,6 +87,7 @@ def _main(argv: list[str]) -> int:
                 _import_everything(args.command)
                 return args.func(args)
             finally:
+                standby.drop_prestarted()    # any not taken: a usage error found after they were spawned
                 discover.use(previous)
         except (*USER_ERRORS, ProblemError) as exc:
             # Whose fault: a problem file that breaks the contract is its author's; what the user asked for, the

@@ -21,6 +21,7 @@ _ON = False
 MAX_NEXT = 2            # gated workers waiting at once (each holds an interpreter and torch, no GPU memory)
 _NEXT: dict = {}        # (problem, path, backend, format, device, sandbox) -> a gated candidate Child
 _BASE: dict = {}        # (problem, device, sandbox) -> a baseline Child that has said hello
+_PRESTARTED: list = []  # the workers prestart_judgement started (drop_prestarted closes those never taken)
 
 
 def enable() -> None:
@@ -87,8 +88,23 @@ def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
             _NEXT[key] = spawned[-1]
     except Exception:  # noqa: BLE001 - ChildFailed, an unconfinable kernel...: the judgement meets it and says it
         pass
+    _PRESTARTED.extend(spawned)
     for child in spawned:
         child.watch()
+
+
+def drop_prestarted() -> None:
+    """Close the workers prestart_judgement started that no judgement took (a usage error found after they were
+    spawned, a device guessed wrong), when the command that started them ends: a process that runs many commands
+    (a test session calling the CLI's main) does not keep them until it exits."""
+    left = [c for c in _PRESTARTED if any(c is k for k in list(_NEXT.values()) + list(_BASE.values()))]
+    _PRESTARTED.clear()
+    for pool in (_NEXT, _BASE):
+        for key in [k for k, c in pool.items() if any(c is x for x in left)]:
+            del pool[key]
+    if left:
+        from harness.judge.process.isolate import close_all
+        close_all(left)
 
 
 def take_candidate(problem, solution, opts, budget):
