@@ -20,7 +20,7 @@ import atexit
 _ON = False
 MAX_NEXT = 2            # gated workers waiting at once (each holds an interpreter and torch, no GPU memory)
 _NEXT: dict = {}        # (problem, path, backend, format, device, sandbox) -> a gated candidate Child
-_BASE: dict = {}        # (problem, device, sandbox) -> a baseline Child that has said hello
+_BASE: dict = {}        # (problem, device, sandbox) -> a baseline Child: kept (said hello) or prestarted (gated)
 _PRESTARTED: list = []  # the workers prestart_judgement started (drop_prestarted closes those never taken)
 
 
@@ -70,7 +70,8 @@ def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
     ever. Gated, neither touches the GPU nor, the candidate's, imports the candidate before its judgement lets it go,
     which is after every import of the judge's process (harness.cli.main). Both are spawned before either's
     watchdog starts: the watchdog's GPU bound imports torch here. Whatever fails is left for the judgement to meet
-    and say; a worker never taken (the device guessed wrong, a usage error found later) is closed at exit."""
+    and say; a worker never taken (the device guessed wrong, a usage error found later) is closed when the command
+    ends (drop_prestarted), or at the latest when the process exits."""
     if solution.error or solution.unsupported:
         return
     from harness.judge.process.isolate import Child
