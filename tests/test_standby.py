@@ -240,3 +240,24 @@ print(json.dumps(dict(rc=rc, left=len(standby._NEXT) + len(standby._BASE), spawn
     seen = json.loads(out.stderr.strip().splitlines()[-1])
     assert json.loads(out.stdout)["verdict"] == "usage_error"
     assert seen == {"rc": 2, "left": 0, "spawned": 1, "alive": []}
+
+
+def test_an_early_start_that_fails_is_dropped_and_the_judgement_starts_its_own(monkeypatch, tmp_path):
+    """Whatever goes wrong in the early start (here, the watchdog's set-up) is not the command's error: the workers
+    it spawned are closed and the judgement starts its own as it would have."""
+    import harness.judge.process.isolate as isolate
+    from harness import discover
+    sol = tmp_path / "mine.py"
+    sol.write_text(GEMM_F32 % "")
+    monkeypatch.setattr(standby, "_NEXT", {})
+    monkeypatch.setattr(standby, "_BASE", {})
+    monkeypatch.setattr(standby, "_PRESTARTED", [])
+
+    def broken(self):
+        raise ValueError("no card to read")
+
+    monkeypatch.setattr(isolate.Child, "watch", broken)
+    problem = discover.get_problem("gemm")
+    standby.prestart_judgement(problem, discover.get_solution("gemm", str(sol)),
+                               SimpleNamespace(device="cpu", sandbox="auto"), baseline=False)
+    assert standby._NEXT == {} and standby._PRESTARTED == []

@@ -90,8 +90,11 @@ def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
     except Exception:  # noqa: BLE001 - ChildFailed, an unconfinable kernel...: the judgement meets it and says it
         pass
     _PRESTARTED.extend(spawned)
-    for child in spawned:
-        child.watch()
+    try:
+        for child in spawned:
+            child.watch()
+    except Exception:  # noqa: BLE001 - the judgement starts its own workers and meets the error there
+        drop_prestarted()
 
 
 def drop_prestarted() -> None:
