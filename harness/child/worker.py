@@ -50,8 +50,6 @@ def main(argv: list[str]) -> int:
             request, _ = protocol.recv(req_fd)
         except protocol.ChannelClosed:
             return 0
-        if request.get("op") == "exit":
-            return 0
         header, blobs = session.handle(request)
         protocol.send(resp_fd, header, blobs)
 

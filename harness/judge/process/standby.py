@@ -26,9 +26,7 @@ _PRESTARTED: list = []  # the workers prestart_judgement started (drop_prestarte
 
 def enable() -> None:
     global _ON
-    if not _ON:
-        _ON = True
-        atexit.register(close)
+    _ON = True
 
 
 def enabled() -> bool:
@@ -75,7 +73,6 @@ def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
     if solution.error or solution.unsupported:
         return
     from harness.judge.process.isolate import Child
-    atexit.register(close)
     spawned = []
     try:
         if baseline and opts.device == "cuda" and _base_key(problem, opts) not in _BASE:
@@ -101,11 +98,9 @@ def drop_prestarted() -> None:
     """Close the workers prestart_judgement started that no judgement took (a usage error found after they were
     spawned, a device guessed wrong), when the command that started them ends: a process that runs many commands
     (a test session calling the CLI's main) does not keep them until it exits."""
-    left = [c for c in _PRESTARTED if any(c is k for k in list(_NEXT.values()) + list(_BASE.values()))]
+    mine = {id(child) for child in _PRESTARTED}
     _PRESTARTED.clear()
-    for pool in (_NEXT, _BASE):
-        for key in [k for k, c in pool.items() if any(c is x for x in left)]:
-            del pool[key]
+    left = [pool.pop(key) for pool in (_NEXT, _BASE) for key in [k for k, c in pool.items() if id(c) in mine]]
     if left:
         from harness.judge.process.isolate import close_all
         close_all(left)
@@ -152,7 +147,9 @@ def keep_baseline(base, problem, opts, candidates: list) -> bool:
     return True
 
 
+@atexit.register
 def close() -> None:
+    """Every worker still held here, closed (at the process's exit, whatever started them: nothing when none)."""
     from harness.judge.process.isolate import close_all
     children = list(_NEXT.values()) + list(_BASE.values())
     _NEXT.clear()
