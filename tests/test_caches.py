@@ -217,3 +217,104 @@ def test_a_candidate_starts_beside_a_baseline_worker_still_starting():
         assert base.confinement is not None
     finally:
         isolate.close_all([judge.child if judge else None, base])
+
+
+# -- a candidate file's compiled kernels (cache.seed_compiled / harvest_compiled) ---------------------------------
+
+def _compiler_output(home: Path) -> None:
+    """What a worker's compilers leave: Triton's folders of files and CuPy's files, each named by a hash."""
+    (home / ".triton" / "abc123").mkdir(parents=True)
+    (home / ".triton" / "abc123" / "k.cubin").write_bytes(b"\x7fELF kernel")
+    (home / ".triton" / "abc123" / "k.json").write_text("{}")
+    (home / ".cupy").mkdir()
+    (home / ".cupy" / "def456.cubin").write_bytes(b"cupy kernel")
+
+
+def test_a_files_compiled_kernels_seed_its_next_worker_and_no_other_file(cache, tmp_path):
+    from harness.judge.process import cache as kc
+    one, two = tmp_path / "one.py", tmp_path / "two.py"
+    one.write_text("BACKEND = 'triton'\n")
+    two.write_text("BACKEND = 'triton'\n# another file\n")
+    key = kc.compiled_key(one, "native")
+    assert key != kc.compiled_key(two, "native") and key != kc.compiled_key(one, "kernelbench")
+    first = tmp_path / "first"
+    _compiler_output(first)
+    assert kc.harvest_compiled(key, str(first)) == 2
+    assert kc.harvest_compiled(key, str(first)) == 0              # kept once
+    again = tmp_path / "again"
+    again.mkdir()
+    assert kc.seed_compiled(key, str(again)) == 2
+    assert (again / ".triton" / "abc123" / "k.cubin").read_bytes() == b"\x7fELF kernel"
+    assert (again / ".cupy" / "def456.cubin").read_bytes() == b"cupy kernel"
+    other = tmp_path / "other"
+    other.mkdir()
+    assert kc.seed_compiled(kc.compiled_key(two, "native"), str(other)) == 0
+    assert not list(other.rglob("*"))
+
+
+def test_links_special_files_deep_folders_and_oversized_entries_are_not_kept(cache, tmp_path, monkeypatch):
+    """A worker writes its scratch as it likes: a link to a file of the judge's, a FIFO that would hang a reader, a
+    nested folder, an entry past the size bound. None of them is copied into the judge's cache."""
+    from harness.judge.process import cache as kc
+    home = tmp_path / "home"
+    secret = tmp_path / "judges_file"
+    secret.write_text("not the worker's")
+    tri = home / ".triton"
+    (tri / "linked").mkdir(parents=True)
+    os.symlink(secret, tri / "linked" / "k.cubin")
+    os.symlink(secret, tri / "link_entry")
+    os.mkfifo(tri / "fifo_entry")
+    (tri / "deep" / "inner").mkdir(parents=True)
+    (tri / "deep" / "inner" / "k.cubin").write_bytes(b"x")
+    (tri / "big").mkdir()
+    (tri / "big" / "k.cubin").write_bytes(b"\0" * 4096)
+    (tri / "fine").mkdir()
+    (tri / "fine" / "k.cubin").write_bytes(b"ok")
+    monkeypatch.setattr(kc, "MAX_ENTRY_BYTES", 1024)
+    assert kc.harvest_compiled("k" * 64, str(home)) == 1
+    kept = cache / kc.COMPILED / ("k" * 64) / ".triton"
+    assert sorted(p.name for p in kept.iterdir()) == ["fine"]
+
+
+def test_only_the_most_recently_judged_files_kernels_are_kept(cache, tmp_path, monkeypatch):
+    from harness.judge.process import cache as kc
+    monkeypatch.setattr(kc, "MAX_FILES_KEPT", 2)
+    for i, key in enumerate(("a" * 64, "b" * 64, "c" * 64)):
+        home = tmp_path / key
+        _compiler_output(home)
+        kc.harvest_compiled(key, str(home))
+        os.utime(cache / kc.COMPILED / key, (1000 + i, 1000 + i))
+    kc._forget_oldest()
+    assert sorted(p.name for p in (cache / kc.COMPILED).iterdir()) == ["b" * 64, "c" * 64]
+
+
+def test_a_candidate_worker_is_seeded_with_what_its_file_compiled_last_time_only_under_landlock(cache, tmp_path):
+    """End to end through isolate.Child: the first worker writes an entry into its TRITON_CACHE_DIR; after it is
+    closed the judge has it, and the next worker for the same file starts with it. With --sandbox off (no Landlock:
+    a worker could write the judge's cache for any file) nothing is kept or seeded."""
+    from harness import discover
+    from harness.judge import sandbox
+    from harness.judge.process import cache as kc
+    from harness.judge.process.isolate import Child
+    if not sandbox.offered()["landlock_abi"]:
+        pytest.skip("this kernel offers no Landlock: the compiled-kernel cache is not kept without it")
+    sol = tmp_path / "compiles.py"
+    sol.write_text("import os, torch\nBACKEND = 'torch'\n"
+                   "entry = os.path.join(os.environ['TRITON_CACHE_DIR'], 'e0')\nos.makedirs(entry, exist_ok=True)\n"
+                   "open(os.path.join(entry, 'k.cubin'), 'w').write('compiled once')\n"
+                   "def solve(a, b):\n    return torch.matmul(a, b)\n")
+    problem = discover.get_problem("gemm")
+    with Child(problem, sol, "torch", "cpu", deferred=True) as first:
+        assert not (Path(first.tmp.name) / ".triton" / "e0").exists()
+        first.finish_start()
+        assert (Path(first.tmp.name) / ".triton" / "e0").exists()
+    with Child(problem, sol, "torch", "cpu") as second:
+        assert (Path(second.tmp.name) / ".triton" / "e0" / "k.cubin").read_text() == "compiled once"
+    with Child(problem, None, "torch", "cpu", role="baseline") as base:
+        assert not (Path(base.tmp.name) / ".triton").exists()
+    sol.write_text(sol.read_text() + "# changed\n")
+    for _ in range(2):
+        with Child(problem, sol, "torch", "cpu", sandbox="off", deferred=True) as unconfined:
+            assert not (Path(unconfined.tmp.name) / ".triton").exists()
+            unconfined.finish_start()
+    assert len(list((cache / kc.COMPILED).iterdir())) == 1

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from harness import discover, protocol
-from harness.judge.process import bytecode, pids
+from harness.judge.process import bytecode, cache, pids
 from harness.judge.process.pids import become_subreaper, signal_group, signal_pid, stat
 from harness.judge.process.watchdog import Bounds, TimeBudget, Watchdog, worker_bounds
 from harness.judge.sandbox import Confinement, verify
@@ -38,14 +38,14 @@ class ChildFailed(Exception):
 
 
 def _worker_env(home: str) -> dict:
-    """The child's environment: the candidate's own temp dir as HOME, TMPDIR and Triton's cache (the only place it
-    may write), no user site-packages and none of the interpreter's PYTHON* switches but the path (PYTHONSTARTUP,
-    PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness` is this very
+    """The child's environment: the candidate's own temp dir as HOME, TMPDIR and Triton's and CuPy's caches (the
+    only place it may write), no user site-packages and none of the interpreter's PYTHON* switches but the path
+    (PYTHONSTARTUP, PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness` is this very
     package. From a checkout that takes the checkout on PYTHONPATH; an installed package is
     already on the interpreter's path, and site-packages is not put in front of the standard library."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
-    env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1",
-               PYTHONNOUSERSITE="1", TRITON_CACHE_DIR=os.path.join(home, ".triton"))
+    env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
+               **{var: os.path.join(home, sub) for var, sub in cache.COMPILER_DIRS.items()})
     env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
     return bytecode.worker_env(bytecode.import_path(env))
 
@@ -96,6 +96,12 @@ class Child:
         self.sandbox = Confinement(sandbox or DEFAULT_SANDBOX, self.tmp.name,
                                    Limits(file_bytes=MAX_FILE_BYTES))
         self.alive = False
+        # What this very file compiled when it was last judged (cache.seed_compiled), only where Landlock keeps
+        # every worker out of the judge's cache folder.
+        self.compiled = (cache.compiled_key(path, fmt or "native")
+                         if role == "candidate" and path is not None and self.sandbox.ruleset is not None else None)
+        if self.compiled:
+            cache.seed_compiled(self.compiled, self.tmp.name)
         # -P (3.11+): the worker's folder, which it may write, is not put ahead of the installed packages.
         flags = ["-P"] if sys.version_info >= (3, 11) else []
         try:
@@ -294,6 +300,8 @@ class Child:
                 pass
         self.req_w = self.resp_r = -1
         pids.LIVE.discard(self.proc.pid)
+        if self.compiled:                 # the worker's whole tree is dead: nothing writes its scratch any more
+            cache.harvest_compiled(self.compiled, self.tmp.name)
         self.tmp.cleanup()
 
     def _escaped_cheap(self) -> list[int]:
