@@ -40,9 +40,9 @@ class ChildFailed(Exception):
 def _worker_env(home: str) -> dict:
     """The child's environment: the candidate's own temp dir as HOME, TMPDIR and Triton's and CuPy's caches (the
     only place it may write), no user site-packages and none of the interpreter's PYTHON* switches but the path
-    (PYTHONSTARTUP, PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness` is this very
-    package. From a checkout that takes the checkout on PYTHONPATH; an installed package is
-    already on the interpreter's path, and site-packages is not put in front of the standard library."""
+    (PYTHONSTARTUP, PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness`
+    is this very package. From a checkout that takes the checkout on PYTHONPATH; an installed package is already on
+    the interpreter's path, and site-packages is not put in front of the standard library."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
     env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
                **{var: os.path.join(home, sub) for var, sub in cache.COMPILER_DIRS.items()})
