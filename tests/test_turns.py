@@ -274,6 +274,58 @@ def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monk
         assert info.value.reason.code == "crash" and modes == want_modes
 
 
+@pytest.mark.parametrize("others,alive,detail,tries,raised", [
+    (1, True, OOM, 2, False),                 # crowded out beside another judge: timed once more, and it stands
+    (0, True, OOM, 1, True),                  # alone on the card: its own shortage, the candidate's crash
+    (1, True, "ZeroDivisionError", 1, True),  # not memory
+    (1, False, OOM, 1, True),                 # its worker is gone: nothing to time again
+])
+def test_a_timed_shape_out_of_memory_beside_other_judges_is_timed_once_more(monkeypatch, others, alive, detail,
+                                                                            tries, raised):
+    """A benchmark shape's inputs are fixed, not sized to the judge's share: on an H100 with --overlap 2, both fp8
+    rowwise solutions lost their figures (and their verdicts) when their worker ran out of memory building
+    N=53248, K=16384 beside another judge's correctness case."""
+    from harness.judge.process.isolate import ChildFailed
+    from harness.reasons import Reason
+    seen = []
+
+    def shape(judge, spec, shape, opts, record):
+        seen.append(shape)
+        if len(seen) == 1:
+            raise ChildFailed(Reason("crash", f"while timing: {detail}"))
+        return {"dtype": spec.name, "shape": shape, "baselines": {}}, []
+    monkeypatch.setattr(timed, "_time_shape_alone", shape)
+    monkeypatch.setattr(turns, "others", lambda device: others)
+    monkeypatch.setattr(timed.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(timed.time, "sleep", lambda s: None)
+    judge = _Judge()
+    judge.child = SimpleNamespace(alive=alive)
+    if raised:
+        with pytest.raises(ChildFailed):
+            timed._time_shape_retried(judge, _Spec(), {"M": 1}, None, None)
+    else:
+        entry, reasons = timed._time_shape_retried(judge, _Spec(), {"M": 1}, None, None)
+        assert reasons == [] and entry["shape"] == {"M": 1}
+    assert len(seen) == tries
+
+
+def test_a_judge_sharing_the_card_hands_its_reserve_back_after_every_call_and_its_cases_after_correctness(
+        monkeypatch):
+    from harness.judge import calls
+    emptied = []
+    judge, modes = _judge_with_calls(monkeypatch, [[], []], others=1)
+    monkeypatch.setattr(calls.torch.cuda, "empty_cache", lambda: emptied.append(1))
+    monkeypatch.setenv("GAUNTLET_JUDGES_PER_GPU", "1")
+    judge.run_call({"M": 1}, None, 0)
+    assert emptied == []                       # alone: the reserve is kept from call to call
+    monkeypatch.setenv("GAUNTLET_JUDGES_PER_GPU", "2")
+    judge.run_call({"M": 1}, None, 0)
+    assert emptied == [1]
+    judge.history.append(("key", "expectation"))
+    judge.release()
+    assert not judge.history and emptied == [1, 1]
+
+
 # --- the record says when and on which card each shape was timed: one timing per card, checked from records ----------
 
 def test_a_timed_entry_carries_its_card_and_the_span_it_held_the_card_alone(monkeypatch):

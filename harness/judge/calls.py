@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness import protocol
+from harness import gpu, protocol
 from harness.inputs import make_inputs
 from harness.judge.process import kernels, replies
 from harness.judge.process.isolate import Child, ChildFailed
@@ -34,19 +34,6 @@ class Abort(BaseException):  # noqa: N818 - BaseException on purpose: Hypothesis
     def __init__(self, reason: Reason):
         super().__init__(reason.detail)
         self.reason = reason
-
-
-def out_of_memory(reason: Reason) -> bool:
-    """A crash that ran out of GPU memory: the judge's own (its message below) or the worker's (torch's error in
-    its traceback). The worker's text is the candidate's to write, so this only ever earns a second try alone."""
-    return reason.code == "crash" and any(s in reason.detail for s in (
-        "OutOfMemoryError", "CUDA out of memory", "CUDA error: out of memory", "the judge ran out of GPU memory"))
-
-
-def crowded_out(reason: Reason, device: str) -> bool:
-    """Out of GPU memory while other judges are on the card: they may have pushed it out, so it earns one more try
-    with the card alone (a call here, a worker's start in harness.judge.evaluate)."""
-    return device == "cuda" and out_of_memory(reason) and turns.others(device) > 0
 
 
 @dataclass
@@ -91,13 +78,28 @@ class Judge:
             with turns.sharing(self.device):
                 return self._run_call(shape, spec, seed)
         except Abort as exc:
-            if not crowded_out(exc.reason, self.device):
+            if not turns.crowded_out(exc.reason, self.device):
                 raise
+        finally:
+            if self.device == "cuda" and gpu.judges_per_gpu() > 1:
+                # Sharing the card: between two calls hold only what the case still needs (its expectations), not
+                # the allocator's reserve. Another judge may time a shape next, with its fixed benchmark inputs; on an
+                # H100 (--overlap 2) a judge kept 38 GB reserved after its correctness calls and the other's timed
+                # fp8 shape ran out of memory building its inputs.
+                torch.cuda.empty_cache()
         self.history.clear()
         torch.cuda.empty_cache()
         time.sleep(1.0)        # a worker beside it past its share of the card is stopped within a poll meanwhile
         with turns.alone(self.device):
             return self._run_call(shape, spec, seed)
+
+    def release(self) -> None:
+        """A dtype's correctness is over: nothing of its cases is needed any more. Its expectations and the
+        allocator's reserve go before timing, whose inputs (fixed benchmark shapes, not sized to any share) need the
+        room, in this judge's worker and in the card's other judges'."""
+        self.history.clear()
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
 
     def _run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
         key = (spec.name, tuple(sorted(shape.items())))

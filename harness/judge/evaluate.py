@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from harness import backends, formats
 from harness.discover import SolutionInfo
-from harness.judge.calls import Judge, crowded_out
+from harness.judge.calls import Judge
 from harness.judge.correctness import fuzz_dtype
 from harness.judge.process import audit, bytecode, environment, standby
 from harness.judge.process.isolate import Child, ChildFailed, close_all
@@ -153,6 +153,7 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
                         record.skipped[rest.name] = "not judged: the candidate's process did not start"
                     break
             reasons = fuzz_dtype(judge, spec, opts, record)
+            judge.release()                  # before timing: its inputs need the room (calls.Judge.release)
             stages.lap("correctness", spec.name)
             record.reasons += [r.to_json() for r in reasons]
             if any(r.code in ("crash", "timeout") for r in reasons):
@@ -198,7 +199,7 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
                 except RuntimeError:
                     pass               # said where timing needs the baseline (timed.ensure_baseline), as before
     except ChildFailed as exc:
-        if retry and child is not None and crowded_out(exc.reason, opts.device):
+        if retry and child is not None and turns.crowded_out(exc.reason, opts.device):
             # Its CUDA start-up ran out of memory beside other judges: started again, once, a second later (a
             # worker beside it past its share of the card is stopped meanwhile: harness.judge.process.watchdog).
             close_all([child])

@@ -76,7 +76,7 @@ def time_dtype(judge, spec, opts, record) -> None:
     for bench in (opts.shapes or problem.benchmark)[:opts.max_shapes]:
         shape = {d: bench[d] for d in problem.dims}
         try:
-            entry, reasons = _time_shape_alone(judge, spec, shape, opts, record)
+            entry, reasons = _time_shape_retried(judge, spec, shape, opts, record)
         except ChildFailed as exc:
             record.reasons.append(Reason(exc.reason.code, f"while timing {shape}: {exc.reason.detail}").to_json())
             return
@@ -95,6 +95,22 @@ def time_dtype(judge, spec, opts, record) -> None:
         record.reasons += [r.to_json() for r in reasons]
         if reasons:
             return
+
+
+def _time_shape_retried(judge, spec, shape, opts, record):
+    """A benchmark shape's inputs are the problem's, not sized to this judge's share of the card: where the
+    candidate's worker ran out of memory building or running them while other judges were on the card (their
+    cases' memory is theirs until their calls end), the shape is timed once more, a second later (a worker past its
+    share is stopped by its own watchdog meanwhile). Out of memory again, or alone on the card, it is the
+    candidate's crash, as for a judge alone."""
+    try:
+        return _time_shape_alone(judge, spec, shape, opts, record)
+    except ChildFailed as exc:
+        if not (turns.crowded_out(exc.reason, judge.device) and judge.child.alive):
+            raise
+    torch.cuda.empty_cache()
+    time.sleep(1.0)
+    return _time_shape_alone(judge, spec, shape, opts, record)
 
 
 def _candidate_could_kill(judge, detail: str) -> bool:

@@ -286,3 +286,16 @@ def others(device: str) -> int:
 def host_others(device: str) -> int:
     """Other live judges that have taken a turn on any card of this host (sharing this judge's cache folder)."""
     return _host().others() if for_device(device) is not None else 0
+
+
+def out_of_memory(reason) -> bool:
+    """A crash that ran out of GPU memory: the judge's own (its message below) or the worker's (torch's error in
+    its traceback). The worker's text is the candidate's to write, so this only ever earns a second try alone."""
+    return reason.code == "crash" and any(s in reason.detail for s in (
+        "OutOfMemoryError", "CUDA out of memory", "CUDA error: out of memory", "the judge ran out of GPU memory"))
+
+
+def crowded_out(reason, device: str) -> bool:
+    """Out of GPU memory while other judges are on the card: they may have pushed it out, so it earns one more try
+    with the card alone (a correctness call, a worker's start, a timed shape's inputs)."""
+    return device == "cuda" and out_of_memory(reason) and others(device) > 0
