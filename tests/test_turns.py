@@ -521,3 +521,32 @@ def test_back_to_back_timings_on_one_card_are_not_called_together_and_a_malforme
     assert timed_together([a, b]) == []
     broken = {"id": "c", "timings": [{"dtype": "f", "shape": {}, "alone": {"card": "G0", "from": 100.3}}]}
     assert timed_together([a, b, broken]) == []
+
+
+def test_the_answer_built_for_a_timed_shapes_size_is_handed_back_before_the_workers_build_their_inputs(monkeypatch):
+    """On an H100, fp8_gemm_rowwise's N=53248, K=16384 answer (fp64, every convention) stayed in the judge's
+    allocator reserve, 38 GB, while both workers built their timing inputs: beside another judge they ran out of
+    memory. The reserve is handed back after the probe, and again however the shape ends."""
+    events = []
+
+    class FakeSchedule:
+        def __init__(self, *args, **kw):
+            self.reasons, self.samples = [], {}
+
+        def run(self, budget):
+            events.append("workers build their inputs")
+            raise RuntimeError("the candidate's worker died")
+
+        def end(self):
+            events.append("end")
+
+    probe = SimpleNamespace(oracle=SimpleNamespace(numel=lambda: 16))
+    monkeypatch.setattr(timed, "_probe", lambda judge, shape, spec: probe)
+    monkeypatch.setattr(timed, "Schedule", FakeSchedule)
+    monkeypatch.setattr(timed.torch.cuda, "empty_cache", lambda: events.append("empty_cache"))
+    judge = SimpleNamespace(device="cuda", problem=SimpleNamespace(baselines={"cublas": None}), child=None,
+                            base=None, declared=frozenset(), custom=True)
+    opts = SimpleNamespace(case_timeout_s=1.0, timing_budget_s=1.0)
+    with pytest.raises(RuntimeError):
+        timed._time_shape(judge, _Spec(), {"M": 1}, opts, SimpleNamespace(seed=0))
+    assert events == ["empty_cache", "workers build their inputs", "end", "empty_cache"]

@@ -40,9 +40,16 @@ Geomean prediction: ~0.8x cuBLAS.
 Measured (NVIDIA H100 80GB HBM3, 2026-11-25; speedup vs cuBLAS's true-fp32 SGEMM timed in the same
 judgement, 4096^3 / 8192^3, `gauntlet eval ... --dtype float32 --examples 4 --max-shapes 2`; pass on
 the fuzzed domain, odd and aligned shapes): 0.881x / 0.890x (45.4 / 46.0 TFLOP/s), geomean 0.886x, 1.22x rung 6.
-Below the issue's 0.94x. What limits it was not profiled (no ncu run yet); larger register tiles per
-thread and a deeper cp.async pipeline are the next steps, not tried here. The other four shapes (and so the
-decode shapes' split-K) were not timed in this run.
+Below the issue's 0.94x. All six benchmark shapes at the defaults (fresh seed, 39 fuzzed cases passed; same
+H100 kind, 2026-11-26): 0.881 / 0.890 / 0.923 / 0.886 / 0.829 / 0.868, geomean 0.879x.
+Tried and not kept (2026-11-26, H100): this kernel rewritten over its tile sizes and swept against cuBLAS (CUDA
+events, back to back, no L2 flush) on the six shapes. Geomeans: 128x128x16 with 2x4 warps and 8x8 per thread
+(this rung's layout, 128 registers and 32 bytes spilled under the same 2-blocks-per-SM bound) 0.759, the same
+without the bound 0.808; 8x16 per thread: 128x128x16 0.804, 128x128x8 0.710, 128x256x8 0.776, 256x128x8 0.620,
+64x256x16 0.824; 128x64x16 with 8x8 per thread 0.822. The best, 64x256x16, read 0.846 in `gauntlet eval` at the
+defaults against this rung's 0.879 in the same call: larger thread tiles alone did not pay in that rewrite, which
+lost more to its code generation than the tiles gained. Not profiled with ncu; a deeper cp.async pipeline for A
+(no register staging) is untried.
 """
 import numpy as np
 import torch

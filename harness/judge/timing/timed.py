@@ -195,6 +195,14 @@ def host_starved(entry: dict) -> bool:
 
 
 def _time_shape(judge, spec, shape, opts, record):
+    try:
+        return _time_shape_held(judge, spec, shape, opts, record)
+    finally:
+        if judge.device == "cuda":
+            torch.cuda.empty_cache()       # whatever the shape's end, its memory goes back to the card
+
+
+def _time_shape_held(judge, spec, shape, opts, record):
     problem = judge.problem
     phases = Phases()
     with phases("expected"):
@@ -205,6 +213,12 @@ def _time_shape(judge, spec, shape, opts, record):
                              "process held the card")], False
     request = {"shape": shape, "dtype": spec.name, "max_blob": replies.blob_cap(probe.oracle.numel())}
     del probe
+    if judge.device == "cuda":
+        # The answer was built for its size (and to know the judge can build it) and is built again for the spot
+        # checks, after both workers have let their timing inputs go. Kept in the allocator's reserve meanwhile it
+        # took the workers' room: on an H100, fp8_gemm_rowwise's N=53248, K=16384 answer (its conventions in fp64)
+        # held 38 GB while the workers built their timing inputs, and they ran out of memory beside another judge.
+        torch.cuda.empty_cache()
     schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
                         timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,
                         custom=judge.custom, seed=record.seed or 0, phases=phases)
@@ -225,8 +239,6 @@ def _time_shape(judge, spec, shape, opts, record):
     entry["phases_s"] = phases.record()
     reasons += peaks.physics(entry, opts.peaks, peaks.remeasure(judge, spec) if opts.peaks else None)
     reasons += schedule.second_clock(figs)
-    if judge.device == "cuda":
-        torch.cuda.empty_cache()
     return entry, reasons, False
 
 
