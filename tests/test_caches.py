@@ -254,7 +254,8 @@ def test_a_files_compiled_kernels_seed_its_next_worker_and_no_other_file(cache, 
 
 def test_links_special_files_deep_folders_and_oversized_entries_are_not_kept(cache, tmp_path, monkeypatch):
     """A worker writes its scratch as it likes: a link to a file of the judge's, a FIFO that would hang a reader, a
-    nested folder, an entry past the size bound. None of them is copied into the judge's cache."""
+    nested folder, an entry past the size bound, a compiler folder that is a link elsewhere. None of them is copied
+    into the judge's cache."""
     from harness.judge.process import cache as kc
     home = tmp_path / "home"
     secret = tmp_path / "judges_file"
@@ -270,10 +271,15 @@ def test_links_special_files_deep_folders_and_oversized_entries_are_not_kept(cac
     (tri / "big" / "k.cubin").write_bytes(b"\0" * 4096)
     (tri / "fine").mkdir()
     (tri / "fine" / "k.cubin").write_bytes(b"ok")
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "e1").mkdir(parents=True)
+    (elsewhere / "e1" / "k.cubin").write_bytes(b"not compiled by the worker")
+    os.symlink(elsewhere, home / ".cupy")          # a compiler folder that points outside the scratch
     monkeypatch.setattr(kc, "MAX_ENTRY_BYTES", 1024)
     assert kc.harvest_compiled("k" * 64, str(home)) == 1
     kept = cache / kc.COMPILED / ("k" * 64) / ".triton"
     assert sorted(p.name for p in kept.iterdir()) == ["fine"]
+    assert not (cache / kc.COMPILED / ("k" * 64) / ".cupy").exists()
 
 
 def test_only_the_most_recently_judged_files_kernels_are_kept(cache, tmp_path, monkeypatch):

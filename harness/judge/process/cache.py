@@ -105,6 +105,8 @@ def harvest_compiled(key: str, home: str) -> int:
     kept, total = 0, _tree_bytes(folder)
     for sub in COMPILER_DIRS.values():
         source = Path(home) / sub
+        if source.is_symlink():             # the worker's own folder, not one it points the judge at
+            continue
         try:
             entries = sorted(os.scandir(source), key=lambda e: e.name)
         except OSError:
