@@ -83,9 +83,8 @@ class Judge:
         finally:
             if self.device == "cuda" and gpu.judges_per_gpu() > 1:
                 # Sharing the card: between two calls hold only what the case still needs (its expectations), not
-                # the allocator's reserve. Another judge may time a shape next, with its fixed benchmark inputs; on an
-                # H100 (--overlap 2) a judge kept 38 GB reserved after its correctness calls and the other's timed
-                # fp8 shape ran out of memory building its inputs.
+                # the allocator's reserve. Another judge may time a shape next, with benchmark inputs sized to no
+                # share, and a reserve is memory its workers cannot have (harness.judge.timing.timed._time_shape).
                 torch.cuda.empty_cache()
         self.history.clear()
         torch.cuda.empty_cache()
