@@ -86,16 +86,16 @@ class Judge:
                 # the allocator's reserve. Another judge may time a shape next, with benchmark inputs sized to no
                 # share, and a reserve is memory its workers cannot have (harness.judge.timing.timed._time_shape).
                 torch.cuda.empty_cache()
-        self.history.clear()
-        torch.cuda.empty_cache()
+        self.release()
         time.sleep(1.0)        # a worker beside it past its share of the card is stopped within a poll meanwhile
         with turns.alone(self.device):
             return self._run_call(shape, spec, seed)
 
     def release(self) -> None:
-        """A dtype's correctness is over: nothing of its cases is needed any more. Its expectations and the
-        allocator's reserve go before timing, whose inputs (fixed benchmark shapes, not sized to any share) need the
-        room, in this judge's worker and in the card's other judges'."""
+        """Forget the current case's expectations and hand the allocator's reserve back: at a new case, before a
+        call made again alone, and when a dtype's correctness is over (before timing, whose inputs are fixed
+        benchmark shapes sized to no share and need the room, in this judge's worker and in the card's other
+        judges')."""
         self.history.clear()
         if self.device == "cuda":
             torch.cuda.empty_cache()
@@ -103,12 +103,11 @@ class Judge:
     def _run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
         key = (spec.name, tuple(sorted(shape.items())))
         if any(k != key for k, _ in self.history):
-            self.history.clear()           # a new case: free the last one's expectations before building any
-            if self.device == "cuda":
-                # and hand the cached blocks back: sizes change from case to case, so the caching allocator's reserve
-                # would otherwise grow past this judge's share (harness.judge.values.memory), and the candidate's worker
-                # on the same GPU would run out of memory building its inputs (seen on an H100, 4 judges).
-                torch.cuda.empty_cache()
+            # A new case: free the last one's expectations before building any, and hand the cached blocks back:
+            # sizes change from case to case, so the caching allocator's reserve would otherwise grow past this
+            # judge's share (harness.judge.values.memory), and the candidate's worker on the same GPU would run out
+            # of memory building its inputs (seen on an H100, 4 judges).
+            self.release()
         phases = self.phases.setdefault(spec.name, {"expect": 0.0, "request": 0.0, "check": 0.0, "output_gib": 0.0})
         t0 = time.monotonic()
         try:

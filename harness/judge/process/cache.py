@@ -53,7 +53,7 @@ def write_json(name: str, doc: dict) -> None:
 COMPILED = "compiled"                     # folder under the cache root: one subfolder per candidate file digest
 COMPILER_DIRS = {"TRITON_CACHE_DIR": ".triton", "CUPY_CACHE_DIR": ".cupy"}   # where a worker's compilers write
 MAX_ENTRY_BYTES = 64 << 20                # one compiled kernel's files: a cubin and its metadata, a launcher .so
-MAX_FILE_BYTES = 256 << 20                # all of one candidate file's entries
+MAX_FILE_BYTES = 256 << 20                # all of one candidate file's entries (on disk)
 MAX_FILES_KEPT = 256                      # candidate files whose kernels are kept; the least recently judged go
 
 
@@ -101,8 +101,9 @@ def harvest_compiled(key: str, home: str) -> int:
     """Keep the entries a dead worker's compilers left in `home` that `key`'s folder lacks; the number kept. An
     entry is a file, or a folder of files, at the top of a compiler's folder (both compilers name them by a hash
     of what they compiled); links, special files, deeper folders and oversized entries are left behind."""
+    from harness.judge.process.watchdog import scratch_usage
     folder = cache_root() / COMPILED / key
-    kept, total = 0, _tree_bytes(folder)
+    kept, total = 0, scratch_usage(str(folder), 1 << 30)[0]     # what the file's entries take on disk already
     for sub in COMPILER_DIRS.values():
         source = Path(home) / sub
         if source.is_symlink():             # the worker's own folder, not one it points the judge at
@@ -172,17 +173,6 @@ def _copy_regular(src: str, dst: Path) -> None:
                 fout.write(chunk)
     finally:
         os.close(fd)
-
-
-def _tree_bytes(folder: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def _forget_oldest() -> None:
