@@ -72,7 +72,8 @@ def _cpu_ops(fn) -> list[str]:
 
 
 def _gpu_call(*names):
-    return {"kernels": [[OWN, 100.0]] + [[n, 1.0] for n in names], "ops": [], "launches": [], "marked": True}
+    return {"kernels": [[OWN, 100.0]] + [[n, 1.0] for n in names], "ops": [], "launches": [], "marked": True,
+            "compiled": [OWN]}
 
 
 def test_the_table_gives_each_family_a_meaning_on_both_devices():

@@ -18,10 +18,13 @@ GLUE = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFuncto
 SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, float, float>"
 HOLD, BEGIN, MARK, SNAP = "gauntlet_hold", "gauntlet_begin", "gauntlet_mark", "gauntlet_snap"
 TORCH_SPIN = "at::cuda::(anonymous namespace)::spin_kernel(long)"       # torch.cuda._sleep: never the harness's
+# What the candidate's backend compiled in its worker (harness.child.provenance): the kernels these tests call its own.
+COMPILED = ["_gemm_kernel", "_qk_kernel", "_tiny_kernel", "_grouped_gemm_kernel"]
 
 
 def _call(*kernels_, ops=(), launches=()):
-    return {"kernels": [list(k) for k in kernels_], "ops": list(ops), "launches": list(launches), "marked": True}
+    return {"kernels": [list(k) for k in kernels_], "ops": list(ops), "launches": list(launches), "marked": True,
+            "compiled": COMPILED}
 
 
 def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0, starve_us=0.0, tail_us=0.0):
@@ -41,7 +44,7 @@ def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0, st
             (SNAP, end + 1000, end + 21000), (MARK, end + 22000, end + 23000)]
     rows += list(extra)
     call = {"kernels": [[n, (b - a) / 1e3] for n, a, b in rows], "spans": [[a, b] for _, a, b in rows],
-            "ops": [], "launches": [], "marked": True, "snaps": 1}
+            "ops": [], "launches": [], "marked": True, "snaps": 1, "compiled": COMPILED}
     return call, (end - start) / 1e6
 
 
@@ -74,8 +77,12 @@ def test_glue_taking_most_of_a_timed_call_is_refused_but_not_in_a_correctness_ca
 
 
 def test_declared_triton_name_that_looks_like_a_library_is_still_own():
-    assert kernels.own_kernel("_grouped_gemm_kernel", frozenset({"_grouped_gemm_kernel"}))
-    assert not kernels.own_kernel("cutlass_80_tensorop_s16816gemm", frozenset({"cutlass_80_tensorop_s16816gemm"}))
+    compiled = kernels.compiled_names(COMPILED + ["cutlass_80_tensorop_s16816gemm"])
+    assert kernels.own_kernel("_grouped_gemm_kernel", frozenset({"_grouped_gemm_kernel"}), compiled)
+    assert not kernels.own_kernel("cutlass_80_tensorop_s16816gemm", frozenset({"cutlass_80_tensorop_s16816gemm"}),
+                                  compiled)
+    # declared but never compiled in the worker: a library's kernel of that name, not the candidate's
+    assert not kernels.own_kernel("_grouped_gemm_kernel", frozenset({"_grouped_gemm_kernel"}), frozenset())
 
 
 def test_a_second_harness_kernel_or_torchs_spin_kernel_is_not_the_harness_hold():
@@ -496,7 +503,7 @@ H100_DEFERRED = (0.22301, [(HOLD, 0.0, 1001.28), (BEGIN, 1003.87, 1004.77), ("_g
 
 def _recorded(rows):
     return {"kernels": [[n, b - a] for n, a, b in rows], "spans": [[int(a * 1e3), int(b * 1e3)] for _, a, b in rows],
-            "ops": [], "launches": [], "marked": True, "snaps": 1}
+            "ops": [], "launches": [], "marked": True, "snaps": 1, "compiled": COMPILED}
 
 
 def test_h100_timelines_an_unordered_side_stream_that_starves_the_begin_marker_is_inside():

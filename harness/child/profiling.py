@@ -51,7 +51,8 @@ class CallProfiler:
     def observed(self) -> dict:
         """{"kernels": [[name, µs], ...], "spans": [[start ns, end ns], ...] (one per kernel, in the same order, on
         the GPU's timeline from the session's first GPU activity), "ops": [aten op names], "launches": [kernel
-        names], "marked": True}. GPU activities are kernels, memcpys and memsets, on every stream."""
+        names], "marked": True, "compiled": [the kernel names this worker's backends compiled so far
+        (harness.child.provenance)]}. GPU activities are kernels, memcpys and memsets, on every stream."""
         gpu, spans, cpu, launches = [], [], [], []
         for e in self.events or []:
             name = e.name()
@@ -66,5 +67,7 @@ class CallProfiler:
         ops = sorted({k for a, b, t, k in cpu
                       if not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in launches)})
         t0 = min((a for a, _ in spans), default=0)
-        return {"kernels": gpu, "spans": [[a - t0, b - t0] for a, b in spans], "ops": ops,
+        from harness.child import provenance
+        return {"compiled": provenance.names(), "kernels": gpu, "spans": [[a - t0, b - t0] for a, b in spans],
+                "ops": ops,
                 "launches": [k for *_, k in launches], "marked": self.events is not None}

@@ -81,6 +81,8 @@ class Session:
             self.baselines = _load_baselines(self.baseline_files) if self.role == "baseline" else {}
             backends.after_import(self.backend, self.device)
             if self.role == "candidate":
+                from harness.child import provenance
+                provenance.install()            # before any compiler the candidate may use is imported or run
                 backends.preload(self.backend, self.device)
         except Exception:  # noqa: BLE001
             return {"ok": False, "code": "crash", "detail": "harness start-up failed:\n" + _tb()}

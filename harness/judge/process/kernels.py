@@ -144,12 +144,87 @@ def _op(name: str) -> str:
     return name.removeprefix("aten::").split(".")[0]
 
 
-def own_kernel(name: str, declared: frozenset) -> bool:
-    """A kernel the candidate's backend compiled: not a library's, not torch's; named in the candidate's module
-    (Triton) when the parent knows names, else anything that is neither library nor torch (CuPy, CuTe)."""
+def own_kernel(name: str, declared: frozenset, compiled: frozenset = frozenset()) -> bool:
+    """A kernel the candidate's backend compiled in its worker (`compiled`: compiled_names of what its compilers
+    recorded, harness.child.provenance) and that is neither a library's nor torch's. A library-looking
+    name passes only when the candidate's module declares it (Triton: a kernel called `sgemm_kernel`) and it was
+    compiled; names no declaration excuses (_library_only) never pass. A name nothing compiled (an unlisted
+    library's, a prebuilt cubin's) is not the candidate's own, whatever it is called."""
+    if name not in compiled and base_name(name) not in compiled:
+        return False
     if LIBRARY_KERNEL.search(name) or TORCH_KERNEL.search(name):
-        return name in declared and not TORCH_KERNEL.search(name) and not _library_only(name)
+        return name_declared(name, declared) and not TORCH_KERNEL.search(name) and not _library_only(name)
     return True
+
+
+def compiled_names(recorded) -> frozenset:
+    """The names a worker recorded, with each one's base_name: a profiler name matches either."""
+    names = frozenset(n for n in recorded if isinstance(n, str))
+    return names | {base_name(n) for n in names}
+
+
+def name_declared(name: str, declared: frozenset) -> bool:
+    return name in declared or base_name(name) in declared
+
+
+def base_name(name: str) -> str:
+    """The unqualified function name of a kernel, from the profiler's demangled form (`void ns::gemm<128>(float*,
+    int)` -> `gemm`) or a symbol's mangled one (`_ZN2ns4gemmILi128EEEvPfi` -> `gemm`); a plain C name is itself."""
+    if name.startswith("_Z"):
+        return _mangled_base(name) or name
+    text = name.replace("(anonymous namespace)", "anon")
+    depth, head = 0, []
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            break
+        elif depth == 0:
+            head.append(ch)
+    words = "".join(head).split()
+    return words[-1].split("::")[-1] if words else name
+
+
+def _mangled_base(symbol: str) -> str:
+    """The last source name of an Itanium-mangled function's (possibly nested) name, skipping template
+    arguments; "" where the form is not one this reads (the caller then compares the whole symbol)."""
+    i, last = 2, ""
+    if symbol[i:i + 1] == "L":
+        i += 1
+    nested = symbol[i:i + 1] == "N"
+    i += nested
+    while i < len(symbol):
+        while nested and symbol[i:i + 1] in ("r", "V", "K", "R", "O"):
+            i += 1
+        ch = symbol[i:i + 1]
+        if ch.isdigit():
+            j = i
+            while symbol[j:j + 1].isdigit():
+                j += 1
+            n = int(symbol[i:j])
+            last, i = symbol[j:j + n], j + n
+        elif ch == "I":                 # template arguments: skip to the matching E
+            depth, i = 1, i + 1
+            while i < len(symbol) and depth:
+                c = symbol[i]
+                if c.isdigit():
+                    j = i
+                    while symbol[j:j + 1].isdigit():
+                        j += 1
+                    i = j + int(symbol[i:j])
+                    continue
+                depth += c in "INLX"
+                depth -= c == "E"
+                i += 1
+        elif ch == "S" and nested:      # a substitution (St, S_, S0_): a prefix already named
+            i = symbol.index("_", i) + 1 if symbol[i + 1:i + 2] != "t" else i + 2
+        else:
+            break
+        if not nested:
+            break
+    return last
 
 
 def _library_only(name: str) -> bool:
@@ -167,7 +242,8 @@ def call_problems(call: dict, device: str, declared: frozenset, timed: bool, nee
             out.append("no kernel of the candidate's own was launched in this call (Triton interpreter saw none)")
         return out
     own_us = glue_us = 0.0
-    bad = []
+    compiled = compiled_names(call.get("compiled", []))
+    bad, unknown = [], []
     harness: set = set()
     for name, us in call.get("kernels", []):
         if name in HARNESS_KERNELS:
@@ -176,16 +252,21 @@ def call_problems(call: dict, device: str, declared: frozenset, timed: bool, nee
             else:
                 bad.append(name)                    # a second one is not the harness's
             continue
-        if own_kernel(name, declared):
+        if own_kernel(name, declared, compiled):
             own_us += us
         elif TORCH_KERNEL.search(name) and TORCH_GLUE.search(name) and not LIBRARY_KERNEL.search(name):
             glue_us += us
-        else:
+        elif LIBRARY_KERNEL.search(name) or TORCH_KERNEL.search(name):
             bad.append(name)
+        else:
+            unknown.append(name)
     out = []
     if bad:
         out.append("kernel(s) that are neither the candidate's own nor torch glue ran: "
                    + ", ".join(sorted({b[:90] for b in bad})[:4]))
+    if unknown:
+        out.append("kernel(s) that no backend compiled in the candidate's worker ran (an unlisted library's, or a "
+                   "prebuilt binary's): " + ", ".join(sorted({b[:90] for b in unknown})[:4]))
     if need_own and own_us == 0.0:
         out.append("no kernel of the candidate's own ran in this call (only torch glue: "
                    + (", ".join(sorted({n[:60] for n, _ in call.get("kernels", [])

@@ -51,6 +51,7 @@ def calls(header: dict, n: int) -> list[dict]:
                   and math.isfinite(k[1]) and k[1] >= 0, f"kernel entry {k!r} is not [name, microseconds]")
         _strings(c.get("ops", []), "'ops'")
         _strings(c.get("launches", []), "'launches'")
+        _strings(c.get("compiled", []), "'compiled'")
         _need(c.get("marked") is True, "a call's profiler mark is missing (was the profiler stopped?)")
     return cs
 
