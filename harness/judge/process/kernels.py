@@ -2,8 +2,10 @@
 
 An allowlist, not a list of forbidden names. For a non-torch backend:
 - on the GPU, every kernel that ran during a call, on any stream and thread, must be the candidate's own (a kernel
-  its backend compiled: Triton, CuPy, CuTe) or one of torch's glue kernels (GLUE_FAMILIES: copies, fills, elementwise
-  math, reductions, indexing, scans, sorting and selection, searching and counting). A library kernel (cuBLAS, cuBLASLt,
+  its backend compiled in its worker: Triton, CuPy, CuTe, as the worker's record says, harness.child.provenance; a
+  kernel of any other name, an unlisted library's or a prebuilt cubin's, is not) or one of torch's glue kernels
+  (GLUE_FAMILIES: copies, fills, elementwise math, reductions, indexing, scans, sorting and selection, searching and
+  counting). A library kernel (cuBLAS, cuBLASLt,
   CUTLASS library, cuDNN, flash/mem-efficient attention, cuSPARSE, cuFFT, ...) or any other torch kernel (softmax,
   norms, im2col, ...) is `forbidden_op`, named. Every call must run at least one kernel of its own, and in timed calls
   its own kernels must take most of the kernel time (glue is glue, not the computation).
