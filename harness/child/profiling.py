@@ -69,5 +69,4 @@ class CallProfiler:
         t0 = min((a for a, _ in spans), default=0)
         from harness.child import provenance
         return {"compiled": provenance.names(), "kernels": gpu, "spans": [[a - t0, b - t0] for a, b in spans],
-                "ops": ops,
-                "launches": [k for *_, k in launches], "marked": self.events is not None}
+                "ops": ops, "launches": [k for *_, k in launches], "marked": self.events is not None}

@@ -16,6 +16,7 @@ A torch-backend candidate may run anything: it is judged on values and time alon
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -169,9 +170,11 @@ def name_declared(name: str, declared: frozenset) -> bool:
     return name in declared or base_name(name) in declared
 
 
+@functools.lru_cache(maxsize=4096)
 def base_name(name: str) -> str:
     """The unqualified function name of a kernel, from the profiler's demangled form (`void ns::gemm<128>(float*,
-    int)` -> `gemm`) or a symbol's mangled one (`_ZN2ns4gemmILi128EEEvPfi` -> `gemm`); a plain C name is itself."""
+    int)` -> `gemm`) or a symbol's mangled one (`_ZN2ns4gemmILi128EEEvPfi` -> `gemm`); a plain C name is itself.
+    Cached: every timed call's profile carries the worker's whole record, so the same names recur call after call."""
     if name.startswith("_Z"):
         return _mangled_base(name) or name
     text = name.replace("(anonymous namespace)", "anon")
