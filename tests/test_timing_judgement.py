@@ -17,6 +17,7 @@ CUBLAS = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
 GLUE = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
 SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, float, float>"
 HOLD, BEGIN, MARK, SNAP = "gauntlet_hold", "gauntlet_begin", "gauntlet_mark", "gauntlet_snap"
+PRIME = "gauntlet_prime"       # launched and waited for before the hold is queued (harness.gpu.prime)
 TORCH_SPIN = "at::cuda::(anonymous namespace)::spin_kernel(long)"       # torch.cuda._sleep: never the harness's
 # What the candidate's backend compiled in its worker (harness.child.provenance): the kernels these tests call its own.
 COMPILED = ["_gemm_kernel", "_qk_kernel", "_tiny_kernel", "_grouped_gemm_kernel"]
@@ -40,7 +41,7 @@ def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0, st
     k0 = start + 3000 + int(starve_us * 1e3)
     k1 = k0 + int(ms * 1e6)
     end = k1 + 1000 + int(tail_us * 1e3)
-    rows = [(HOLD, 0, hold_end), (BEGIN, start + 1000, start + 2000), (kernel, k0, k1),
+    rows = [(PRIME, -40_000, -39_000), (HOLD, 0, hold_end), (BEGIN, start + 1000, start + 2000), (kernel, k0, k1),
             (SNAP, end + 1000, end + 21000), (MARK, end + 22000, end + 23000)]
     rows += list(extra)
     call = {"kernels": [[n, (b - a) / 1e3] for n, a, b in rows], "spans": [[a, b] for _, a, b in rows],
@@ -502,6 +503,7 @@ H100_DEFERRED = (0.22301, [(HOLD, 0.0, 1001.28), (BEGIN, 1003.87, 1004.77), ("_g
 
 
 def _recorded(rows):
+    rows = [(PRIME, -40.0, -39.0)] + list(rows)    # recorded before the prime existed: it ran before the hold
     return {"kernels": [[n, b - a] for n, a, b in rows], "spans": [[int(a * 1e3), int(b * 1e3)] for _, a, b in rows],
             "ops": [], "launches": [], "marked": True, "snaps": 1, "compiled": COMPILED}
 
@@ -542,8 +544,9 @@ def test_work_run_in_a_gap_before_a_late_start_event_is_named_even_when_it_starv
     lambda c: c["spans"].__setitem__(1, [True, 3]),
     lambda c: c.update(snaps=2),
     lambda c: c.update(snaps=0),                                  # a snapshot kernel nobody launched
-    lambda c: (c["kernels"].pop(0), c["spans"].pop(0)),           # no hold
-    lambda c: (c["kernels"].pop(1), c["spans"].pop(1)),           # no begin marker
+    lambda c: (c["kernels"].pop(0), c["spans"].pop(0)),           # no prime
+    lambda c: (c["kernels"].pop(1), c["spans"].pop(1)),           # no hold
+    lambda c: (c["kernels"].pop(2), c["spans"].pop(2)),           # no begin marker
     lambda c: (c["kernels"].append([MARK, 1.0]), c["spans"].append([0, 1])),    # a second marker
 ])
 def test_a_malformed_or_forged_timeline_is_refused(corrupt):
@@ -560,6 +563,17 @@ def test_a_candidate_kernel_outside_the_window_is_tampering_in_the_schedule():
     s.run(budget_s=0.2)
     assert [r.code for r in s.reasons] == ["tampering"] and "before the hold ended" in s.reasons[0].detail
     assert not s.spots
+
+
+def test_a_kernel_named_like_the_prime_inside_the_call_is_named():
+    # the real prime suppressed and the candidate's kernel named like it: it ran inside the call, after the hold
+    # began, where the harness's prime never is (it is waited for before the hold is queued)
+    call, ms = _timed()
+    call["spans"][0] = [call["spans"][2][0], call["spans"][2][1]]     # the prime where the begin marker ran
+    problems, _ = window.check(call, ms)
+    assert problems and "named like the harness's prime" in problems[0]
+    call, ms = _timed()
+    assert window.check(call, ms)[0] == []
 
 
 def test_a_malformed_timeline_from_the_candidate_is_tampering():

@@ -2,8 +2,8 @@
 
 One timed call:
   refill its input set in place from a fresh seed -> reset persisting L2 -> flush L2 (timed: the quiet check)
-  -> device-wide sync -> [profiler session: the hold (every SM of the GPU, `hold_ms`, set by the judge) -> start
-  event -> begin marker -> solve(*inputs) -> end event -> snapshot of the output -> end marker -> device-wide sync].
+  -> device-wide sync -> [profiler session: the prime (launched and waited for) -> the hold (every SM of the GPU,
+  `hold_ms`, set by the judge) -> start event -> begin marker -> solve(*inputs) -> end event -> snapshot of the output -> end marker -> device-wide sync].
 The hold keeps the whole GPU busy while the host launches the call (harness.gpu), so the events time the GPU work
 and not the host's launch latency (Triton's Python launcher costs more than cuBLAS's), and nothing the call
 launches on another stream can run beside it; the host time of the launch is measured apart and reported as its
@@ -31,7 +31,7 @@ import torch
 
 from harness.child import guard
 from harness.child.profiling import CallProfiler
-from harness.gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, snapshot
+from harness.gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
 
 # Every input's version counter when a call starts, correctness and timed alike: refilled in place, a timed set's
 # counter would otherwise grow with every call and tell timed calls from fuzzed ones.
@@ -54,10 +54,13 @@ def settle(inputs) -> None:
 
 
 def held_call(fn, args, hold_ms: float):
-    """One call on the GPU, the way every call is run (inside the caller's profiler session): the hold, the start
-    event, fn(*args), the end event, the output's snapshot and the end marker, queued on the current stream, and the
-    begin marker on the harness's own stream, after the start event (harness.gpu.begin).
-    Nothing is waited for. Returns (out, snapshot, snapshot kernels launched, start, end, host launch ms)."""
+    """One call on the GPU, the way every call is run (inside the caller's profiler session): the prime, waited for
+    (harness.gpu.prime: the session's first launch costs the host far more than the next, and must not eat into
+    the hold), then the hold, the start event, fn(*args), the end event, the output's snapshot and the end marker,
+    queued on the current stream, and the begin marker on the harness's own stream, after the start event
+    (harness.gpu.begin). Nothing after the prime is waited for. Returns (out, snapshot, snapshot kernels launched,
+    start, end, host launch ms)."""
+    prime()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     hold(hold_ms)
     start.record()

@@ -41,18 +41,16 @@ each against cuBLAS (torch.matmul) in the same process, 4096^3 / 8192^3 / 16384x
   in a second run, 0.867 / 0.912 / 0.841 / 0.780 / 0.938 / 0.819 (672-722 TFLOP/s at 4096^3 and 8192^3);
 - Gauntlet's own timing loop (harness.child.timing.Bench: flush, hold, profiler) in one plain process, outputs not
   kept: 0.885 at 4096^3 and 0.961 at 128x14336x4096 (0.877 and 0.954 without the profiler);
-- the same loop keeping each batch's outputs for spot checks, as the worker does for a candidate (`keep=True`):
-  0.41-0.44 ms at 4096^3 instead of 0.21, and cuBLAS itself 0.27 ms instead of 0.185 after a fuzz-like warm-up;
-- `gauntlet eval` (the judge's worker): 0.302 / 0.742 / 0.537 / 0.534 / 0.175 / 0.106, every timed call "starved
-  before" its kernel (the kernel starts ~0.2 ms after the window opens, although the launch took < 0.1 ms of a 1 ms
-  hold). The same kernel in the worker's own code path (harness.child.worker.Session, in one process, no sandbox)
-  reads the same ~0.45-0.52 ms at 4096^3 with the same ~0.2 ms start gap, so the cause is in how the worker runs
-  calls, not in the confinement or the process boundary; it is the open question the README records for
-  gemm/cupy_wmma, and the kept outputs above are the lead. Asking for 100% shared-memory carve-out did not change
-  the eval (one in-process run with it read 0.21 ms; the eval after it still 0.66 ms); keeping the tensor maps in
-  global memory did not either. Until it is found, this file's `gauntlet` figure is not its speed.
-Against the issue's target (>= 0.85x cuBLAS): met outside the judge's worker at 4096^3 and the decode shapes,
-0.78-0.84 on the three other large shapes; not met in `gauntlet eval`, for the reason above.
+- `gauntlet eval` first read 0.302 / 0.742 / 0.537 / 0.534 / 0.175 / 0.106, every timed call "starved before" its
+  kernel. The cause was the harness's, not this kernel's (nor the kept outputs, which a bisection cleared): the
+  first kernel launch inside each call's profiler session carried the profiler's start-up cost (0.6 ms at the
+  median, 2.5 ms or more in one call of ten), and that launch was the hold's, so the hold could run out before the
+  call was launched and the GPU then waited for the whole launch. It hit calls of either side, in stretches of
+  seconds; CuPy's slower launch (0.2-0.3 ms) showed it most. The harness now launches and waits for a prime
+  kernel before the hold (harness.gpu.prime);
+- `gauntlet eval` since (same day, H100, `--dtype bfloat16 --seed 41`, the defaults): **0.884 / 0.936 / 0.847 /
+  0.881 / 0.957 / 1.025** (geomean 0.920x), intervals within +-1%, no timed call starved.
+Against the issue's target (>= 0.85x cuBLAS): met, geomean 0.920x; 16384x7168x2048 (0.847) is the one shape under.
 """
 import collections
 import ctypes

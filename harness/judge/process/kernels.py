@@ -136,11 +136,12 @@ GLUE_FAMILIES = {
 ALLOWED_OPS = frozenset(op for family in GLUE_FAMILIES.values() for op in family.ops.split())
 # torch kernels allowed around a custom kernel (a torch kernel, not a library's: call_problems checks that too).
 TORCH_GLUE = re.compile("|".join(f.gpu for f in GLUE_FAMILIES.values() if f.gpu), re.IGNORECASE)
-# The harness's own kernels (harness.gpu), each at most once per call: the hold before the start event, the begin
-# and end markers, the output's snapshot. A second one of a kind is not the harness's (harness.judge.timing.window too).
+# The harness's own kernels (harness.gpu), each at most once per call: the prime and the hold before the start
+# event, the begin and end markers, the output's snapshot. A second one of a kind is not the harness's
+# (harness.judge.timing.window too).
 HOLD_KERNEL = "gauntlet_hold"
-HARNESS_KERNELS = {"gauntlet_hold": "hold", "gauntlet_begin": "begin", "gauntlet_mark": "mark",
-                   "gauntlet_snap": "snap", "gauntlet_snap_bytes": "snap"}
+HARNESS_KERNELS = {"gauntlet_prime": "prime", "gauntlet_hold": "hold", "gauntlet_begin": "begin",
+                   "gauntlet_mark": "mark", "gauntlet_snap": "snap", "gauntlet_snap_bytes": "snap"}
 
 
 def _op(name: str) -> str:

@@ -1,8 +1,9 @@
 """Did every kernel of a timed call run inside its measured window? Judged in the parent from the profiler's GPU
 timeline of the call (harness.child.profiling: each GPU activity's start and end, on every stream).
 
-The window: the harness's hold (harness.gpu, a kernel that takes every SM of the GPU) is queued on the caller's
-stream right before the start event, so the start event fires when the hold ends (or when the host records it, if
+The prime (harness.gpu.prime) is launched and waited for before anything else is queued: it ends before the hold
+starts, or it is not the harness's. The window: the harness's hold (harness.gpu, a kernel that takes every SM of the
+GPU) is queued on the caller's stream right before the start event, so the start event fires when the hold ends (or when the host records it, if
 that is later: a host hiccup of a few ms between the two was seen on an H100 now and then); the begin marker, an
 empty kernel on a stream of the harness's own that waits for the start event, starts once it has fired and an SM
 is free (`_opened` works out where the start event fired when the call's kernels kept every SM busy); the end event
@@ -67,7 +68,7 @@ def check(call: dict, ms: float) -> tuple[list[str], dict]:
     for i, name in enumerate(names):
         if name in HARNESS_KERNELS:
             found.setdefault(HARNESS_KERNELS[name], []).append(i)
-    expected = {"hold": 1, "begin": 1, "mark": 1, "snap": snaps}
+    expected = {"prime": 1, "hold": 1, "begin": 1, "mark": 1, "snap": snaps}
     for kind, n in expected.items():
         if len(found.get(kind, [])) != n:
             raise BadTimeline(f"the call's timeline holds {len(found.get(kind, []))} of the harness's {kind} "
@@ -80,6 +81,10 @@ def check(call: dict, ms: float) -> tuple[list[str], dict]:
     close = min(mark_start, opened + ms * 1e6)
     limit = min(mark_start, opened + ms * 1e6 * (1 + CLOCK_RATE_SLACK)) + END_SLACK_US * 1e3
     problems, early, late = [], math.inf, math.inf
+    prime_end, hold_start = spans[found["prime"][0]][1], spans[found["hold"][0]][0]
+    if prime_end > hold_start:       # the harness waits for its prime before it queues the hold
+        problems.append(f"a kernel named like the harness's prime ran until {(prime_end - hold_start) / 1e3:.1f} us "
+                        "after the hold began: not the harness's prime, which ends before the hold is queued")
     for i, (a, b) in enumerate(spans):
         if i in ours:
             continue
