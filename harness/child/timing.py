@@ -3,7 +3,8 @@
 One timed call:
   refill its input set in place from a fresh seed -> reset persisting L2 -> flush L2 (timed: the quiet check)
   -> device-wide sync -> [profiler session: the prime (launched and waited for) -> the hold (every SM of the GPU,
-  `hold_ms`, set by the judge) -> start event -> begin marker -> solve(*inputs) -> end event -> snapshot of the output -> end marker -> device-wide sync].
+  `hold_ms`, set by the judge) -> start event -> begin marker -> solve(*inputs) -> end event -> snapshot of the
+  output -> end marker -> device-wide sync].
 The hold keeps the whole GPU busy while the host launches the call (harness.gpu), so the events time the GPU work
 and not the host's launch latency (Triton's Python launcher costs more than cuBLAS's), and nothing the call
 launches on another stream can run beside it; the host time of the launch is measured apart and reported as its

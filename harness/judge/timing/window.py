@@ -3,16 +3,17 @@ timeline of the call (harness.child.profiling: each GPU activity's start and end
 
 The prime (harness.gpu.prime) is launched and waited for before anything else is queued: it ends before the hold
 starts, or it is not the harness's. The window: the harness's hold (harness.gpu, a kernel that takes every SM of the
-GPU) is queued on the caller's stream right before the start event, so the start event fires when the hold ends (or when the host records it, if
-that is later: a host hiccup of a few ms between the two was seen on an H100 now and then); the begin marker, an
-empty kernel on a stream of the harness's own that waits for the start event, starts once it has fired and an SM
-is free (`_opened` works out where the start event fired when the call's kernels kept every SM busy); the end event
-is followed on the same stream by the output's snapshot and the end marker, another empty kernel. On the
-profiler's timeline the window therefore runs from where the start event fired to that plus the time the events
-report, and never past the end marker's start. A kernel of the call (any stream, any thread, any activity that is
-not the harness's own) that started before the window opened ran beside the hold or between the hold and the start
-event, before the clock started; one that ended after the window closed was deferred past the end event: either
-way the events under-report the call, and the call is `tampering`, with the kernel named and by how much.
+GPU) is queued on the caller's stream right before the start event, so the start event fires when the hold ends (or
+when the host records it, if that is later: a host hiccup of a few ms between the two was seen on an H100 now and
+then); the begin marker, an empty kernel on a stream of the harness's own that waits for the start event, starts
+once it has fired and an SM is free (`_opened` works out where the start event fired when the call's kernels kept
+every SM busy); the end event is followed on the same stream by the output's snapshot and the end marker, another
+empty kernel. On the profiler's timeline the window therefore runs from where the start event fired to that plus the
+time the events report, and never past the end marker's start. A kernel of the call (any stream, any thread, any
+activity that is not the harness's own) that started before the window opened ran beside the hold or between the
+hold and the start event, before the clock started; one that ended after the window closed was deferred past the end
+event: either way the events under-report the call, and the call is `tampering`, with the kernel named and by how
+much.
 
 Slack: with the hold filling the GPU, a kernel on a stream not ordered after the caller's can start only as the
 hold's blocks retire (on an H100 the first such kernel started 0.6-0.7 us before the hold's recorded end, the begin
