@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.judge.process import bytecode, environment, isolate, pids
 from harness.judge.timing import peaks
@@ -141,6 +142,25 @@ def test_the_peaks_cache_keeps_the_best_figure_per_card(cache, monkeypatch):
     monkeypatch.setattr(peaks, "_card_key", lambda device: "H200|GPU-2|driver 13000|torch x|cuda 13.0")
     peaks.cached_peaks("cuda", spec)                        # another card: its own figures
     assert measured[-1] == ["bfloat16"]
+
+
+def test_the_int8_ceiling_is_the_tensor_cores_rate_not_cublaslt_alone(monkeypatch):
+    # cuBLASLt's int8 reads about half the tensor cores' rate on an H100 (~950 of ~1979 TOPS): an exact kernel at
+    # 1584 TOPS was refused against it. Twice the measured bf16 rate stands for the tensor cores' int8 rate.
+    n = 64
+    monkeypatch.setattr(torch, "_int_mm", lambda a, b: None)
+    monkeypatch.setattr(peaks, "held_ms", lambda fn, flush, n=7, stat=min: 2 * 64**3 / 950.0 / 1e9)
+    monkeypatch.setattr(peaks, "_matmul_tflops", lambda device, dtype, tf32, n, flush: 790.0)
+    got = peaks._int8_peak("cpu", n, None)
+    assert got["tflops"] == 1580.0 and "bf16" in got["note"] and "950" in got["note"]
+    assert not peaks.over_ceilings({"dtype": "int8", "tflops": 1584.0, "gbps": 0.0, "shape": {}}, {"int8": got})
+    assert peaks.over_ceilings({"dtype": "int8", "tflops": 2400.0, "gbps": 0.0, "shape": {}}, {"int8": got})
+
+    def no_bf16(*args):
+        raise RuntimeError("no bf16 GEMM on this card")
+    monkeypatch.setattr(peaks, "_matmul_tflops", no_bf16)    # then cuBLASLt's int8 rate is the ceiling, as before
+    got = peaks._int8_peak("cpu", n, None)
+    assert abs(got["tflops"] - 950.0) < 1e-6 and "_int_mm" in got["note"]
 
 
 def test_a_rewritten_file_is_hashed_again_even_with_its_mtime_put_back(tmp_path):
