@@ -1,10 +1,11 @@
 """What ran during each call, seen by torch's profiler: GPU kernels on every stream (on the GPU), aten ops on every
 thread (on the CPU, where they are what is judged).
 
-The profiler is not a dispatch mode (a candidate cannot pop it from its own call stack) and, with
-`profile_all_threads`, it records the ops of threads the candidate starts as well as the caller's. It runs around
-every call the harness makes to a candidate, correctness and timed alike, and around every timed baseline call, so
-a candidate cannot tell checked calls from timed ones by it, and both sides of a ratio carry the same cost.
+The profiler is not a dispatch mode (a candidate cannot pop it from its own call stack). On the GPU it sees every
+stream of the process; on the CPU, with `profile_all_threads`, it records the ops of threads the candidate starts as
+well as the caller's. It runs around every call the harness makes to a candidate, correctness and timed alike, and
+around every timed baseline call, so a candidate cannot tell checked calls from timed ones by it, and both sides of
+a ratio carry the same cost.
 
 One profiler session covers exactly one call (from just before the call to a device-wide sync after it), so every GPU
 kernel and every aten op the session saw belongs to that call, whatever stream or thread ran it: no clock alignment
