@@ -91,6 +91,24 @@ def test_only_a_kernel_the_workers_compilers_made_is_the_candidates_own():
     assert any("neither the candidate's own" in f for f in found)
 
 
+def test_a_cute_kernel_named_after_the_candidates_own_class_is_its_own_even_when_it_looks_like_a_library():
+    # The CuTe DSL names a kernel after the Python class it compiled: `class WsGemm` gives `..._WsGemm_object_at_...`,
+    # which cuBLAS's sgemm_ pattern matches (this refused an honest kernel on an H100 before the rule).
+    name = "kernel_cutlass_kernel_gauntlet_candidate_WsGemm_object_at__CopyAtom_ThrID10_TVLayoutSrc1819201_0"
+    assert kernels.LIBRARY_KERNEL.search(name)
+    assert kernels.call_problems(_gpu_call(name, compiled=[name]), "cuda", frozenset(), timed=True) == []
+    # still only if the worker's CuTe compiler made it, and never with a vendor symbol in it
+    assert any("neither the candidate's own" in f
+               for f in kernels.call_problems(_gpu_call(name), "cuda", frozenset(), timed=False))
+    vendor = "kernel_cutlass_kernel_gauntlet_candidate_nvjet_sm90_tst_256x128_0"
+    assert any("neither the candidate's own" in f
+               for f in kernels.call_problems(_gpu_call(vendor, compiled=[vendor]), "cuda", frozenset(), timed=False))
+    # another module's CuTe kernel with a library-looking name is not excused by the rule
+    other = "kernel_cutlass_kernel_cutlass_utils_WsGemm_object_at__0"
+    assert any("neither the candidate's own" in f
+               for f in kernels.call_problems(_gpu_call(other, compiled=[other]), "cuda", frozenset(), timed=False))
+
+
 def test_the_cupy_hook_records_every_module_its_compiler_loads(monkeypatch):
     loaded = []
 

@@ -157,8 +157,22 @@ def own_kernel(name: str, declared: frozenset, compiled: frozenset = frozenset()
     if name not in compiled and base_name(name) not in compiled:
         return False
     if LIBRARY_KERNEL.search(name) or TORCH_KERNEL.search(name):
+        if _cute_candidate_name(name):
+            return not _library_only(name)
         return name_declared(name, declared) and not TORCH_KERNEL.search(name) and not _library_only(name)
     return True
+
+
+# The CuTe DSL names a kernel after the Python it compiled: kernel_cutlass_<method>_<module>_<class>_object_at_...
+# A kernel it compiled in the worker from the candidate's module (loaded as `gauntlet_candidate`) carries the
+# candidate's own class names, and those look like libraries' often enough (a class `WsGemm` gives `...sGemm_...`,
+# `GroupedGemm` `...dGemm_...`, cuBLAS's sgemm_/dgemm_ pattern): such a name is declared by its module. Vendor
+# symbols (_library_only) stay refused in it.
+_CUTE_CANDIDATE = re.compile(r"^kernel_cutlass_\w*?_gauntlet_candidate_[A-Za-z_]")
+
+
+def _cute_candidate_name(name: str) -> bool:
+    return bool(_CUTE_CANDIDATE.match(name))
 
 
 def compiled_names(recorded) -> frozenset:
