@@ -47,9 +47,15 @@ Notes (floor, prediction, measurement, what was tried)
 * Tried and not kept (figures from a CUDA-event probe against torch.matmul, back to back, same H100): split-K for
   the decode shapes (fp32 partials, 4 splits: 0.78x against 0.96x with 64-wide tiles; it stays only for tiny
   outputs with long K); epilogue tiles of 128 x 64 (no faster than 128 x 32 on any large shape, 0.965 to 0.998x);
-  128-wide tiles where K >= 4096 (0.67 to 0.93x); a ping-pong schedule (each consumer warpgroup
-  on its own 64 x BN tile, turns kept by ``PipelineOrder``) faulted once a warpgroup had two tiles and was dropped
-  unmeasured: it is the known way past cuBLAS on short-K shapes, where this kernel's epilogue is not hidden.
+  128-wide tiles where K >= 4096 (0.67 to 0.93x); a ping-pong schedule (each consumer warpgroup on its own
+  64 x BN tile, the two taking turns at the mainloop through ``PipelineOrder`` so one's epilogue runs under the
+  other's math), right on a set of odd and aligned shapes once two DSL traps were found (below), and slower:
+  0.93 / 0.85 / 0.88 / 0.84 against this kernel's 0.99 / 1.01 / 0.98 / 0.97 on the four large shapes in one probe
+  (64-row tiles read each B tile for half as many rows, and one warpgroup at a time issues the math).
+* Two traps of the DSL, for whoever extends this: a loop carries to its next iteration only the names assigned in
+  it or whose methods it calls, so a PipelineState advanced inside a callee (``order.arrive(state)``) silently
+  restarts every iteration (write ``state = order.arrive(state)``); and a consumer that skips ring stages (the
+  other warpgroup's) must not wait on a stage two phases ahead, since mbarrier waits see only the phase's parity.
 """
 
 import torch
