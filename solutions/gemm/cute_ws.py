@@ -72,7 +72,7 @@ BACKEND = "cute"
 DTYPES = ("bfloat16", "float16")
 
 _TORCH_TO_CUTLASS = {torch.bfloat16: cutlass.BFloat16, torch.float16: cutlass.Float16}
-_COMPILED = {}  # (dtype, tile_n, cluster_m, splits, swizzle, sm_count, epi_n) -> compiled function
+_COMPILED = {}  # (dtype, tile_n, cluster_m, splits, swizzle, sm_count) -> compiled function
 _SMEM_BYTES = 232448  # sm_90: 227 KiB of shared memory per block
 _TILE_M, _TILE_K = 128, 64
 
@@ -81,15 +81,16 @@ class _PersistentWs:
     """C (M, N) = A (M, K) @ B (K, N): A K-major, B N-major, C N-major; one producer warp and two consumer
     warpgroups per CTA, a persistent CTA per SM."""
 
-    def __init__(self, ab_dtype, tile_n, cluster_m, swizzle, splits, fp32_out=False, epi_n=32):
+    def __init__(self, ab_dtype, tile_n, cluster_m, swizzle, splits):
         self.ab_dtype = ab_dtype
         # The epilogue's shared-memory tile (128 x 32: 8 KiB in 16-bit) and how many the TMA stores may have in
         # flight.
-        self.epi_tile = (128, epi_n)
-        self.epi_stages = 4 if epi_n == 32 else 2
-        # Split-K writes fp32 partial sums, one (M, N) slice per split; the host adds them.
+        self.epi_tile = (128, 32)
+        self.epi_stages = 4
+        # Split-K writes fp32 partial sums, one (M, N) slice per split, straight from the registers; the host adds
+        # them.
         self.splits = splits
-        self.direct = splits > 1 or fp32_out
+        self.direct = splits > 1
         self.c_dtype = cutlass.Float32 if self.direct else ab_dtype
         self.acc_dtype = cutlass.Float32
         self.tile_mnk = (_TILE_M, tile_n, _TILE_K)
@@ -343,12 +344,12 @@ def _plan(M, N, K, sms):
     return tile_n, cluster_m, splits, (-4 if M > N else 4)
 
 
-def _compile(dtype, plan, swizzle, sms, args, epi_n=32):
+def _compile(dtype, plan, swizzle, sms, args):
     tile_n, cluster_m, splits = plan
-    key = (dtype, tile_n, cluster_m, splits, swizzle, sms, epi_n)
+    key = (dtype, tile_n, cluster_m, splits, swizzle, sms)
     fn = _COMPILED.get(key)
     if fn is None:
-        fn = cute.compile(_PersistentWs(dtype, tile_n, cluster_m, swizzle, splits, epi_n=epi_n), *args[:7],
+        fn = cute.compile(_PersistentWs(dtype, tile_n, cluster_m, swizzle, splits), *args[:7],
                           sms // cluster_m, args[7])
         _COMPILED[key] = fn
     return fn
@@ -363,7 +364,7 @@ def _padded(t, rows, cols):
     return out
 
 
-def _run(a_p, b_p, M, Np, Kp, plan, swizzle, epi_n=32):
+def _run(a_p, b_p, M, Np, Kp, plan, swizzle):
     """The kernel on aligned operands (K and N multiples of 8, 16-byte-aligned storage): an (M, Np) result."""
     dtype = _TORCH_TO_CUTLASS[a_p.dtype]
     k_tiles = -(-Kp // _TILE_K)
@@ -382,7 +383,7 @@ def _run(a_p, b_p, M, Np, Kp, plan, swizzle, epi_n=32):
     sms = torch.cuda.get_device_properties(a_p.device).multi_processor_count
     stream = cuda.CUstream(torch.cuda.current_stream(a_p.device).cuda_stream)
     args = (pa, pb, pc, M, Np, Kp, per_split, stream)
-    _compile(dtype, plan, swizzle, sms, args, epi_n)(*args)
+    _compile(dtype, plan, swizzle, sms, args)(*args)
     return out.sum(0).to(a_p.dtype) if splits > 1 else out
 
 
