@@ -7,8 +7,8 @@ epilogue are those of gemm/cute_ws.py (a solution is one self-contained file, so
 Why this design
 ---------------
 * Activation quantization (``_Quant``), the reference's rule bit for bit under its ``reciprocal`` convention: one
-  warp per (row, 128-wide K block), each lane loading 4 bf16 (8 bytes; the warp reads the block's 256 contiguous
-  bytes), amax by five butterfly shuffles, scale = amax / 448 (``div.rn.f32``: the IEEE quotient), 1.0 for an
+  half-warp per (row, 128-wide K block), each lane loading 8 bf16 (16 bytes; the half-warp reads the block's 256
+  contiguous bytes), amax by four butterfly shuffles, scale = amax / 448 (``div.rn.f32``: the IEEE quotient), 1.0 for an
   all-zero block; q = e4m3(clamp(x * rcp.rn(scale), -448, 448)) through ``cvt.rn.satfinite.e4m3x2.f32`` (round to
   nearest even, subnormals kept). Both instructions were read in the generated PTX. q is written K-padded to a
   multiple of 128 (x is zero-padded first when K is not: zeros change no amax), and the scales K-block-major,
@@ -18,12 +18,13 @@ Why this design
   warpgroups (232 registers each) each own 64 rows of the 128 x BN tile. Per K block (= one stage = the
   quantization block): four m64nBNk32 wgmma into a fresh fp32 ``partial`` (the tensor cores' own accumulation
   inside one block, exactly DeepGEMM's span), wait, release the stage, then ``acc += partial * (x_scale[row] *
-  w_scale[n_block])`` in full fp32 registers: promotion every 128 of K, the scales applied where they change. The
-  two warpgroups interleave: one promotes while the other's wgmma runs. The scales for a K block are loaded before
-  its wgmma are issued, so their latency hides under the math.
-* BN = 128 (one weight-scale block per tile: the scale is one scalar per K block) or 64 when 128-wide tiles would
-  fill less than half the GPU (decode); clusters of 2 along M with the weight tile multicast to both CTAs;
-  persistent CTAs on the static tile scheduler, tiles walked in groups of 4 clusters along the shorter side.
+  w_scale[n_block])`` in full fp32 registers: promotion every 128 of K, the scales applied where they change.
+  Two partials per warpgroup: block t's wgmma are issued before block t - 1's partial is promoted, so the tensor
+  cores never wait for the promotion (3 x 64 fp32 registers at BN = 128). The scales for a K block are loaded
+  before its wgmma are issued, so their latency hides under the math.
+* BN = 128 (one weight-scale block per tile: the scale is one scalar per K block) or 64 for a single row of tiles
+  (decode); clusters of 2 along M with the weight tile multicast to both CTAs; persistent CTAs on the static tile
+  scheduler, tiles walked in groups of 4 clusters along the shorter side, or along N for long K (``_plan``).
 * Epilogue as gemm/cute_ws.py: fp32 -> bf16 registers -> shared memory (stmatrix) -> TMA stores that clip at the
   matrix's edge; TMA loads past an edge fill zeros, so M, N and K need not be multiples of the tile.
 * TMA needs 16-byte row strides: the weight is used in place when K % 16 == 0 (else a zero-padded copy), the
@@ -33,12 +34,26 @@ Why this design
 
 Notes (floor, prediction, measurement, what was tried)
 ------------------------------------------------------
-* Floor, H100 SXM: dense fp8 tensor cores about 1979 TFLOP/s; the quantization reads x in bf16 and writes it in fp8
-  (3 bytes per element: 4096 x 7168 is 88 MB, 29 us at 3.0 TB/s, beside 124 GFLOP of GEMM at 4096 x 2112 x 7168).
-  Decode (M = 64, 128) is bound by reading the weight (7168 x 16384 fp8 = 117 MB: 39 us).
-* Prediction: the baseline quantizes with seven torch passes over x in fp32 and then runs cuBLASLt's block-scaled
-  GEMM, so the fused-order kernel pair should win most where the activation is large relative to the GEMM.
-* Measured: see the end of this docstring (filled from the H100 runs).
+* Floor, H100 SXM: the judge measured the fp8 ceiling at 1457 TFLOP/s (cuBLASLt fp8 through torch) and copies at 3.0 TB/s.
+  The quantization reads x in bf16 and writes it in fp8, 3 bytes per element: 4096 x 7168 is 88 MB, 29 us, beside
+  124 GFLOP of GEMM at 4096 x 2112 x 7168 (85 us at the ceiling), so that shape cannot pass 0.73 of the ceiling
+  with an unfused quantization. Decode (M = 64, 128) is bound by reading the weight (7168 x 16384 fp8 = 117 MB:
+  39 us).
+* Prediction: the baseline quantizes with seven torch passes over x in fp32 before cuBLASLt's block-scaled GEMM,
+  so this pair should win most where the activation is large beside the GEMM.
+* Measured, ``gauntlet eval`` at the defaults on an H100 (2026-11-27; 39 fuzzed cases x 3 calls passed with seeds
+  151, 152 and 153), against torch_blockwise (cuBLASLt block-scaled) in the same judgement, seed 152, shapes
+  in problem.yaml's order: 3.56 / 1.19 / 1.91 / 1.98 / 2.36 / 1.47 (geomean 1.95x); 662 / 942 / 955 / 851 TFLOP/s at
+  prefill = 0.45 / 0.65 / 0.66 / 0.58 of the ceiling. Seed 153: 3.58 / 1.20 / 1.91 / 2.02 / 2.44 / 1.48.
+  Issue 19 asks >= 1.5x the best torch path (met) and >= 60% of the ceiling at prefill (two of four shapes: the
+  4096 x 2112 x 7168 shape spends 18% of its time quantizing and its 544 tiles fill 4.1 waves of 132 SMs, so 5;
+  4096 x 7168 x 2048 has 16 K blocks per tile, too few to hide a tile's epilogue).
+* What moved it (CUDA graphs of back-to-back calls, same H100): promoting K block t - 1 while block t's wgmma run
+  (two partials) instead of waiting for each block: 222 -> 180, 1283 -> 1014, 137 -> 133, 77 -> 68 us; 64-wide
+  tiles at decode: 23.1 -> 21.5 us at 128 x 24576 x 1536; a programmatic dependent launch of the GEMM: 0 to 1.4 us
+  (within the noise at 64 x 7168 x 16384). The quantization alone: 32 us at 4096 x 7168 (2.7 TB/s), 70 us at
+  4096 x 16384.
+* Tried and not kept: 64-wide tiles at prefill (196 / 468 / 1468 / 187 against 180 / 318 / 1014 / 133 us).
 """
 import torch
 
@@ -57,11 +72,12 @@ FP8_MAX = 448.0
 _COMPILED = {}              # specialisation -> compiled function
 _SMEM_BYTES = 232448        # sm_90: 227 KiB of shared memory per block
 _TILE_M = 128
-_QUANT_WARPS = 8            # (row, K block) pairs per quantization CTA
+_QUANT_WARPS = 8            # warps per quantization CTA (two (row, K block) tasks each)
+_PDL = True                 # launch the GEMM as a programmatic dependent of the quantization kernel
 
 
 class _Quant:
-    """xq (M, Kp) fp8 and xs (Kp / 128, M') fp32 from x (M, Kp) bf16, Kp a multiple of 128: one warp per
+    """xq (M, Kp) fp8 and xs (Kp / 128, M') fp32 from x (M, Kp) bf16, Kp a multiple of 128: one half-warp per
     (row, K block)."""
 
     @cute.jit
@@ -72,47 +88,55 @@ class _Quant:
         mQ = cute.make_tensor(q_ptr, cute.make_ordered_layout((m, k), order=(1, 0)))
         kbs = k // BLOCK
         mS = cute.make_tensor(s_ptr, cute.make_ordered_layout((kbs, s_ld), order=(1, 0)))
-        tasks = m * kbs
-        self.kernel(mX, mQ, mS, m, kbs).launch(grid=[(tasks + _QUANT_WARPS - 1) // _QUANT_WARPS, 1, 1],
+        per_cta = 2 * _QUANT_WARPS
+        self.kernel(mX, mQ, mS, m, kbs).launch(grid=[(m * kbs + per_cta - 1) // per_cta, 1, 1],
                                                block=[32 * _QUANT_WARPS, 1, 1], stream=stream)
 
     @cute.kernel
     def kernel(self, mX: cute.Tensor, mQ: cute.Tensor, mS: cute.Tensor, m: cutlass.Int32, kbs: cutlass.Int32):
+        # The GEMM (launched with programmatic dependent launch) may start its prologue now; it waits for this
+        # grid's end before reading anything written here.
+        cute.arch.griddepcontrol_launch_dependents()
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         lane = tidx % 32
-        task = bidx * _QUANT_WARPS + tidx // 32
+        sub = lane % 16
+        # Two (row, K block) tasks per warp, one per half-warp. The last CTA's surplus half-warps redo the last
+        # task (same values to the same addresses) rather than skip it: every lane must take part in the shuffles.
+        task = cutlass.min((bidx * _QUANT_WARPS + tidx // 32) * 2 + lane // 16, m * kbs - 1)
         row = task // kbs
         kb = task - row * kbs
-        if row < m:
-            # The lane's 4 consecutive elements of the block: an 8-byte load, a 4-byte store.
-            gX = cute.local_tile(mX, (1, 4), (row, kb * (BLOCK // 4) + lane))
-            gQ = cute.local_tile(mQ, (1, 4), (row, kb * (BLOCK // 4) + lane))
-            xv = cute.make_rmem_tensor((1, 4), cutlass.BFloat16)
-            cute.autovec_copy(gX, xv)
-            v = xv.load().to(cutlass.Float32)
-            amax = cute.arch.fmax(cute.arch.fmax(abs(v[0]), abs(v[1])), cute.arch.fmax(abs(v[2]), abs(v[3])))
-            amax = cute.arch.warp_reduction_max(amax)
-            scale = cutlass.Float32(1.0)
-            if amax > cutlass.Float32(0.0):
-                scale = amax / cutlass.Float32(FP8_MAX)           # div.rn.f32
-            inv = cutlass.Float32(1.0) / scale                     # rcp.rn.f32
-            qv = cute.make_rmem_tensor((1, 4), cutlass.Float32)
-            for j in cutlass.range_constexpr(4):
-                qv[j] = cute.arch.fmin(cute.arch.fmax(v[j] * inv, cutlass.Float32(-FP8_MAX)),
-                                       cutlass.Float32(FP8_MAX))
-            q8 = cute.make_rmem_tensor((1, 4), cutlass.Float8E4M3FN)
-            q8.store(qv.load().to(cutlass.Float8E4M3FN))           # cvt.rn.satfinite.e4m3x2.f32
-            cute.autovec_copy(q8, gQ)
-            if lane == 0:
-                mS[kb, row] = scale
+        # The lane's 8 consecutive elements of the block: a 16-byte load, an 8-byte store.
+        gX = cute.local_tile(mX, (1, 8), (row, kb * (BLOCK // 8) + sub))
+        gQ = cute.local_tile(mQ, (1, 8), (row, kb * (BLOCK // 8) + sub))
+        xv = cute.make_rmem_tensor((1, 8), cutlass.BFloat16)
+        cute.autovec_copy(gX, xv)
+        v = xv.load().to(cutlass.Float32)
+        amax = abs(v[0])
+        for j in cutlass.range_constexpr(1, 8):
+            amax = cute.arch.fmax(amax, abs(v[j]))
+        amax = cute.arch.warp_reduction_max(amax, threads_in_group=16)
+        scale = cutlass.Float32(1.0)
+        if amax > cutlass.Float32(0.0):
+            scale = amax / cutlass.Float32(FP8_MAX)               # div.rn.f32
+        inv = cutlass.Float32(1.0) / scale                         # rcp.rn.f32
+        qv = cute.make_rmem_tensor((1, 8), cutlass.Float32)
+        for j in cutlass.range_constexpr(8):
+            qv[j] = cute.arch.fmin(cute.arch.fmax(v[j] * inv, cutlass.Float32(-FP8_MAX)), cutlass.Float32(FP8_MAX))
+        q8 = cute.make_rmem_tensor((1, 8), cutlass.Float8E4M3FN)
+        q8.store(qv.load().to(cutlass.Float8E4M3FN))               # cvt.rn.satfinite.e4m3x2.f32
+        cute.autovec_copy(q8, gQ)
+        if sub == 0:
+            mS[kb, row] = scale
 
 
 class _BlockScaledWs:
-    """C (M, N) bf16 = sum over K blocks of (xq_kb times w_kb transposed) * x_scale[:, kb] * w_scale[n // 128, kb]; xq (M, Kp)
-    and w (N, K) fp8 K-major; one producer warp and two consumer warpgroups per CTA, a persistent CTA per SM."""
+    """C (M, N) bf16 = sum over K blocks of (xq_kb times w_kb transposed) * x_scale[:, kb] * w_scale[n // 128, kb];
+    xq (M, Kp) and w (N, K) fp8 K-major; one producer warp and two consumer warpgroups per CTA, a persistent CTA
+    per SM."""
 
-    def __init__(self, tile_n, cluster_m, swizzle):
+    def __init__(self, tile_n, cluster_m, swizzle, overlap=True):
+        self.overlap = overlap
         self.ab_dtype = cutlass.Float8E4M3FN
         self.c_dtype = cutlass.BFloat16
         self.acc_dtype = cutlass.Float32
@@ -184,7 +208,7 @@ class _BlockScaledWs:
         self.storage = Storage
         self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, mSA, mSB, kbs, tiled_mma, sA_layout, sB_layout, sC_layout,
                     sched_params).launch(grid=grid, block=[self.threads, 1, 1], cluster=(*self.cluster_mn, 1),
-                                         min_blocks_per_mp=1, stream=stream)
+                                         min_blocks_per_mp=1, stream=stream, use_pdl=_PDL)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
@@ -231,6 +255,9 @@ class _BlockScaledWs:
             cute.group_modes(gB, 0, 2))
 
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster_mn)
+        # Launched as a programmatic dependent of the quantization kernel: everything above (barriers, descriptor
+        # prefetch, the cluster's handshake) overlapped its tail; nothing below may read xq or xs before it ends.
+        cute.arch.griddepcontrol_wait()
 
         if wg == 0:
             cute.arch.warpgroup_reg_dealloc(40)
@@ -262,7 +289,8 @@ class _BlockScaledWs:
             tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
             tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
             acc = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape[:3], self.acc_dtype)
-            part = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape[:3], self.acc_dtype)
+            pa = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape[:3], self.acc_dtype)
+            pb = cute.make_rmem_tensor(thr_mma.partition_C(gC).shape[:3], self.acc_dtype)
             k_blocks = cute.size(tCrA, mode=[2])
             # Each accumulator element's (m, n): wgmma's C fragment holds, per thread, rows r and r + 8 of its
             # warp's 16 (element i's row half is (i // 2) % 2); the identity tensor gives r.
@@ -287,6 +315,7 @@ class _BlockScaledWs:
                 sched_params, cute.arch.block_idx(), cute.arch.grid_dim())
             work = sched.initial_work_tile_info()
             read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+            release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
             while work.is_valid_tile:
                 tile = work.tile_idx
                 tCcC = thr_c.partition_C(cC[(None, None, *tile)])
@@ -294,30 +323,65 @@ class _BlockScaledWs:
                 row_hi = tCcC[2][0]
                 n_block = (tile[1] * self.tile_mnk[1]) // BLOCK
                 acc.fill(0.0)
-                for kt in range(kbs):
-                    # The K block's scales, loaded before its math so their latency hides under it (rows past M
-                    # read the padding of xs: their results are never stored).
-                    s_b = mSB[n_block, kt]
-                    s_lo = mSA[kt, row_lo]
-                    s_hi = mSA[kt, row_hi]
-                    ring.consumer_wait(read)
-                    cute.nvgpu.warpgroup.fence()
-                    tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
-                    for kb in cutlass.range_constexpr(k_blocks):
-                        cute.gemm(tiled_mma, part, tCrA[(None, None, kb, read.index)],
-                                  tCrB[(None, None, kb, read.index)], part)
-                        tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
-                    cute.nvgpu.warpgroup.commit_group()
-                    cute.nvgpu.warpgroup.wait_group(0)
-                    ring.consumer_release(read)
+                if cutlass.const_expr(self.overlap):
+                    # Two partials: K block t's wgmma run while block t - 1's partial is promoted (unrolled by two,
+                    # since registers cannot be indexed at run time). fa/fb: the scales of the block in pa/pb.
+                    sa_b, sa_lo, sa_hi = self._scales(mSA, mSB, n_block, 0, row_lo, row_hi)
+                    tiled_mma = self._issue(ring, read, tiled_mma, pa, tCrA, tCrB, k_blocks)
                     read.advance()
-                    f_lo = s_lo * s_b
-                    f_hi = s_hi * s_b
-                    for i in cutlass.range_constexpr(cute.size(acc)):
-                        if cutlass.const_expr((i // 2) % 2 == 0):
-                            acc[i] = acc[i] + part[i] * f_lo
-                        else:
-                            acc[i] = acc[i] + part[i] * f_hi
+                    fa_lo = sa_lo * sa_b
+                    fa_hi = sa_hi * sa_b
+                    fb_lo = fa_lo
+                    fb_hi = fa_hi
+                    for j in range((kbs - 1) // 2):
+                        t = 2 * j + 1
+                        sb_b, sb_lo, sb_hi = self._scales(mSA, mSB, n_block, t, row_lo, row_hi)
+                        tiled_mma = self._issue(ring, read, tiled_mma, pb, tCrA, tCrB, k_blocks)
+                        read.advance()
+                        cute.nvgpu.warpgroup.wait_group(1)
+                        ring.consumer_release(release)
+                        release.advance()
+                        self._promote(acc, pa, fa_lo, fa_hi)
+                        fb_lo = sb_lo * sb_b
+                        fb_hi = sb_hi * sb_b
+                        sa_b, sa_lo, sa_hi = self._scales(mSA, mSB, n_block, t + 1, row_lo, row_hi)
+                        tiled_mma = self._issue(ring, read, tiled_mma, pa, tCrA, tCrB, k_blocks)
+                        read.advance()
+                        cute.nvgpu.warpgroup.wait_group(1)
+                        ring.consumer_release(release)
+                        release.advance()
+                        self._promote(acc, pb, fb_lo, fb_hi)
+                        fa_lo = sa_lo * sa_b
+                        fa_hi = sa_hi * sa_b
+                    if kbs % 2 == 0:
+                        # One block left (kbs - 1, odd): into pb, then drain both.
+                        sb_b, sb_lo, sb_hi = self._scales(mSA, mSB, n_block, kbs - 1, row_lo, row_hi)
+                        tiled_mma = self._issue(ring, read, tiled_mma, pb, tCrA, tCrB, k_blocks)
+                        read.advance()
+                        cute.nvgpu.warpgroup.wait_group(1)
+                        ring.consumer_release(release)
+                        release.advance()
+                        self._promote(acc, pa, fa_lo, fa_hi)
+                        fb_lo = sb_lo * sb_b
+                        fb_hi = sb_hi * sb_b
+                        cute.nvgpu.warpgroup.wait_group(0)
+                        ring.consumer_release(release)
+                        release.advance()
+                        self._promote(acc, pb, fb_lo, fb_hi)
+                    else:
+                        cute.nvgpu.warpgroup.wait_group(0)
+                        ring.consumer_release(release)
+                        release.advance()
+                        self._promote(acc, pa, fa_lo, fa_hi)
+                else:
+                    for kt in range(kbs):
+                        s_b, s_lo, s_hi = self._scales(mSA, mSB, n_block, kt, row_lo, row_hi)
+                        tiled_mma = self._issue(ring, read, tiled_mma, pa, tCrA, tCrB, k_blocks)
+                        read.advance()
+                        cute.nvgpu.warpgroup.wait_group(0)
+                        ring.consumer_release(release)
+                        release.advance()
+                        self._promote(acc, pa, s_lo * s_b, s_hi * s_b)
 
                 gC_t = gC[(None, None, *tile)]
                 epi_tiles = cute.zipped_divide(gC_t, self.epi_tile)
@@ -343,14 +407,43 @@ class _BlockScaledWs:
                 work = sched.get_current_work()
             stores.producer_tail()
 
+    def _scales(self, mSA, mSB, n_block, kt, row_lo, row_hi):
+        """K block kt's scales: the weight block's, and the activation's for this thread's two rows (rows past M
+        read the padding of xs: their results are never stored). Loaded before the block's math is issued, used
+        after it: the latency hides under the wgmma."""
+        return mSB[n_block, kt], mSA[kt, row_lo], mSA[kt, row_hi]
 
-def _plan(M, N, sms):
-    """(tile_n, cluster_m, swizzle): BN 128 (one weight-scale block per tile), 64 when 128-wide tiles would fill
-    less than half the GPU; clusters of 2 along M when there are two rows of tiles; tiles walked in groups of 4
-    clusters along the shorter side."""
+    def _issue(self, ring, read, tiled_mma, part, tCrA, tCrB, k_blocks):
+        """Wait for the stage `read` names, then issue its four k32 wgmma into a fresh fp32 partial (the first
+        without accumulation) and commit them as one group. Does not advance `read` (the caller's loop must, so the
+        DSL carries the state)."""
+        ring.consumer_wait(read)
+        cute.nvgpu.warpgroup.fence()
+        tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, False)
+        for kb in range(k_blocks):
+            cute.gemm(tiled_mma, part, tCrA[(None, None, kb, read.index)], tCrB[(None, None, kb, read.index)], part)
+            tiled_mma.set(cute.nvgpu.warpgroup.Field.ACCUMULATE, True)
+        cute.nvgpu.warpgroup.commit_group()
+        return tiled_mma
+
+    def _promote(self, acc, part, f_lo, f_hi):
+        """acc += part * scale in fp32: element i of wgmma's C fragment is in row r + 8 * ((i // 2) % 2) of the
+        thread's pair (checked against partition_C of an identity tensor for BN 64 and 128)."""
+        for i in range(cute.size(acc)):
+            acc[i] = acc[i] + part[i] * (f_lo if (i // 2) % 2 == 0 else f_hi)
+
+
+def _plan(M, N, K, sms):
+    """(tile_n, cluster_m, swizzle): BN 128 (one weight-scale block per tile); 64 for a single row of tiles
+    (decode: bound by reading the weight, so more, smaller tiles fill the GPU's waves better: 128 x 24576 x 1536
+    21.5 against 23.1 us on an H100) or when 128-wide tiles would fill less than half the GPU. Not for more rows:
+    at 128 x 64 the wgmma's shared-memory reads bind (4096 x 7168 x 2048: 187 against 133 us). Clusters of 2 along
+    M when there are two rows of tiles. Tiles walked in groups of 4 clusters along the shorter side, or along N
+    for long K (4096 x 7168 x 16384: 962 and 976 against 1003 and 1014 us in two runs; on the other shapes the
+    shorter side was as fast or faster)."""
     tiles_m = -(-M // _TILE_M)
-    tile_n = 64 if 2 * tiles_m * -(-N // 128) <= sms else 128
-    return tile_n, (2 if tiles_m >= 2 else 1), (-4 if M > N else 4)
+    tile_n = 64 if tiles_m == 1 or 2 * tiles_m * -(-N // 128) <= sms else 128
+    return tile_n, (2 if tiles_m >= 2 else 1), (-4 if M > N or K >= 8192 else 4)
 
 
 def _ptr(dtype, t):
@@ -398,7 +491,7 @@ def _run(x, w_fp8, w_scale):
     ws = w_scale if w_scale.is_contiguous() else w_scale.contiguous()
     Np = -(-N // 8) * 8
     out = torch.empty((M, Np), dtype=torch.bfloat16, device=dev)
-    tile_n, cluster_m, swizzle = _plan(M, Np, sms)
+    tile_n, cluster_m, swizzle = _plan(M, Np, Kp, sms)
     args = (_ptr(cutlass.Float8E4M3FN, xq), _ptr(cutlass.Float8E4M3FN, w), _ptr(cutlass.BFloat16, out),
             _ptr(cutlass.Float32, xs), _ptr(cutlass.Float32, ws), M, N, Np, Kp, kw, m_pad)
     key = ("gemm", tile_n, cluster_m, swizzle, sms)
