@@ -34,11 +34,11 @@ Why this design
 
 Notes (floor, prediction, measurement, what was tried)
 ------------------------------------------------------
-* Floor, H100 SXM: the judge measured the fp8 ceiling at 1457 TFLOP/s (cuBLASLt fp8 through torch) and copies at 3.0 TB/s.
-  The quantization reads x in bf16 and writes it in fp8, 3 bytes per element: 4096 x 7168 is 88 MB, 29 us, beside
-  124 GFLOP of GEMM at 4096 x 2112 x 7168 (85 us at the ceiling), so that shape cannot pass 0.73 of the ceiling
-  with an unfused quantization. Decode (M = 64, 128) is bound by reading the weight (7168 x 16384 fp8 = 117 MB:
-  39 us).
+* Floor, H100 SXM: the judge measured the fp8 ceiling at 1457 TFLOP/s (cuBLASLt fp8 through torch) and copies at
+  3.0 TB/s. The quantization reads x in bf16 and writes it in fp8, 3 bytes per element: 4096 x 7168 is 88 MB,
+  29 us, beside 124 GFLOP of GEMM at 4096 x 2112 x 7168 (85 us at the ceiling), so that shape cannot pass 0.73 of
+  the ceiling with an unfused quantization. Decode (M = 64, 128) is bound by reading the weight (7168 x 16384
+  fp8 = 117 MB: 39 us).
 * Prediction: the baseline quantizes with seven torch passes over x in fp32 before cuBLASLt's block-scaled GEMM,
   so this pair should win most where the activation is large beside the GEMM.
 * Measured, ``gauntlet eval`` at the defaults on an H100 (2026-11-27; 39 fuzzed cases x 3 calls passed with seeds
