@@ -43,21 +43,29 @@ Notes (floor, prediction, measurement, what was tried)
   fp8 = 117 MB: 39 us).
 * Prediction: the baseline quantizes with seven torch passes over x in fp32 before cuBLASLt's block-scaled GEMM,
   so this pair should win most where the activation is large beside the GEMM.
-* Measured on an H100 (2026-11-27), in one ``gauntlet run --device cuda`` at the defaults (seed 160: 39 fuzzed
-  cases x 3 calls passed; also 18 probe shapes, odd and aligned, with the quantization bitwise equal to the
-  reference's), against torch_blockwise (cuBLASLt block-scaled) in the same judgement, shapes in problem.yaml's
-  order: 3.68 / 1.24 / 2.05 / 2.06 / 2.48 / 1.49 (geomean 2.04x); 684 / 988 / 1037 / 886 TFLOP/s at prefill =
-  0.45 / 0.65 / 0.68 / 0.58 of the ceiling. Issue 19 asks >= 1.5x the best torch path (met) and >= 60% of the
-  ceiling at prefill (two of four shapes: the 4096 x 2112 x 7168 shape spends 18% of its time quantizing and its
-  544 tiles fill 4.1 waves of 132 SMs, so 5; 4096 x 7168 x 2048 has 16 K blocks per tile, too few to hide a
-  tile's epilogue, and reads 0.66 with its inputs warm in L2, 0.58 as judged). Earlier versions passed
-  ``gauntlet eval`` with seeds 151, 152 and 153.
+* Measured on an H100 (2026-11-27), ``gauntlet run --device cuda`` at the defaults (seed 162: 39 fuzzed cases x 3
+  calls passed; also 18 probe shapes, odd and aligned, with the quantization bitwise equal to the reference's, and
+  non-contiguous inputs bitwise equal to contiguous ones), against torch_blockwise (cuBLASLt block-scaled) in the
+  same judgement, shapes in problem.yaml's order: 3.83 / 1.22 / 2.10 / 2.06 / 2.47 / 1.49 (geomean 2.05x);
+  712 / 961 / 1053 / 884 TFLOP/s at prefill = 0.49 / 0.66 / 0.72 / 0.61 of the ceiling that run measured
+  (1461 TFLOP/s). The ceiling is measured again in every judgement and moves: the run before (seed 160, the same
+  kernel less the scale prefetch) measured 1519 TFLOP/s, and the K = 2048 shape's 886 TFLOP/s read 0.58 there, so
+  that shape sits at the threshold rather than over it. Issue 19 asks >= 1.5x the best torch path (met) and >= 60%
+  of the ceiling at prefill: met on two shapes, at the threshold on 4096 x 7168 x 2048 (16 K blocks per tile, too
+  few to hide a tile's epilogue; 0.66 with its inputs warm in L2), not on 4096 x 2112 x 7168 (18% of its time
+  quantizing, and its 544 tiles fill 4.1 waves of 132 SMs, so 5). Earlier versions passed ``gauntlet eval`` with
+  seeds 151, 152, 153 and 160.
+* Where the GEMM itself stands (ncu, 4096 x 7168 x 2048, clocks held by ncu): 150 us against 128 us for cuBLASLt's
+  own block-scaled kernel (nvjet ..._128x128_128x6_1x2_..._Ablk128_Bvec128), which the baseline then loses to
+  torch's seven quantization passes (about 150 us). Before the scale prefetch, 28% of the consumer warps' cycles
+  were stalled on the long scoreboard (the scale loads) against 15% in cuBLASLt's.
 * What moved it (CUDA graphs of back-to-back calls, same H100): promoting K block t - 1 while block t's wgmma run
   (two partials) instead of waiting for each block: 222 -> 180, 1283 -> 1014, 137 -> 133, 77 -> 68 us; the whole
   tile's epilogue behind two barriers instead of two per 128 x 32 chunk: 176 -> 173, 315 -> 304, 955 -> 927,
   130 -> 126 us; 64-wide tiles at decode: 23.1 -> 21.5 us at 128 x 24576 x 1536; a programmatic dependent launch
-  of the GEMM: 0 to 1.4 us (within the noise at 64 x 7168 x 16384). The quantization alone: 32 us at 4096 x 7168
-  (2.7 TB/s), 70 us at 4096 x 16384.
+  of the GEMM: 0 to 1.4 us (within the noise at 64 x 7168 x 16384); loading each K block's scales a whole block
+  ahead: 684 -> 712, 988 -> 961, 1037 -> 1053, 886 -> 884 TFLOP/s as judged (two runs: within their noise but
+  for the first shape). The quantization alone: 32 us at 4096 x 7168 (2.7 TB/s), 70 us at 4096 x 16384.
 * Tried and not kept: 64-wide tiles at prefill (196 / 468 / 1468 / 187 against 180 / 318 / 1014 / 133 us); issuing
   the next tile's first K block before this tile's epilogue (the loop restructured to carry raw scales and the
   next tile's rows): slower on every prefill shape whether that issue came before or after the epilogue
@@ -330,8 +338,11 @@ class _BlockScaledWs:
                 n_block = (tile[1] * self.tile_mnk[1]) // BLOCK
                 acc.fill(0.0)
                 # Two partials: K block t's wgmma run while block t - 1's partial is promoted (unrolled by two,
-                # since registers cannot be indexed at run time). fa/fb: the scales of the block in pa/pb.
+                # since registers cannot be indexed at run time). fa/fb: the scale products of the block in pa/pb;
+                # n_*: the next block's raw scales, loaded a whole block ahead of their use (a load just before its
+                # block's math stalled the warps on the scoreboard: 28% of their cycles in ncu).
                 sa_b, sa_lo, sa_hi = self._scales(mSA, mSB, n_block, 0, row_lo, row_hi)
+                n_b, n_lo, n_hi = self._scales(mSA, mSB, n_block, cutlass.min(1, kbs - 1), row_lo, row_hi)
                 tiled_mma = self._issue(ring, read, tiled_mma, pa, tCrA, tCrB, k_blocks)
                 read.advance()
                 fa_lo = sa_lo * sa_b
@@ -340,7 +351,8 @@ class _BlockScaledWs:
                 fb_hi = fa_hi
                 for j in range((kbs - 1) // 2):
                     t = 2 * j + 1
-                    sb_b, sb_lo, sb_hi = self._scales(mSA, mSB, n_block, t, row_lo, row_hi)
+                    sb_b, sb_lo, sb_hi = n_b, n_lo, n_hi
+                    n_b, n_lo, n_hi = self._scales(mSA, mSB, n_block, t + 1, row_lo, row_hi)
                     tiled_mma = self._issue(ring, read, tiled_mma, pb, tCrA, tCrB, k_blocks)
                     read.advance()
                     cute.nvgpu.warpgroup.wait_group(1)
@@ -349,7 +361,8 @@ class _BlockScaledWs:
                     self._promote(acc, pa, fa_lo, fa_hi)
                     fb_lo = sb_lo * sb_b
                     fb_hi = sb_hi * sb_b
-                    sa_b, sa_lo, sa_hi = self._scales(mSA, mSB, n_block, t + 1, row_lo, row_hi)
+                    sa_b, sa_lo, sa_hi = n_b, n_lo, n_hi
+                    n_b, n_lo, n_hi = self._scales(mSA, mSB, n_block, cutlass.min(t + 2, kbs - 1), row_lo, row_hi)
                     tiled_mma = self._issue(ring, read, tiled_mma, pa, tCrA, tCrB, k_blocks)
                     read.advance()
                     cute.nvgpu.warpgroup.wait_group(1)
@@ -359,16 +372,15 @@ class _BlockScaledWs:
                     fa_lo = sa_lo * sa_b
                     fa_hi = sa_hi * sa_b
                 if kbs % 2 == 0:
-                    # One block left (kbs - 1, odd): into pb, then drain both.
-                    sb_b, sb_lo, sb_hi = self._scales(mSA, mSB, n_block, kbs - 1, row_lo, row_hi)
+                    # One block left (kbs - 1, odd; its scales are n_*): into pb, then drain both.
                     tiled_mma = self._issue(ring, read, tiled_mma, pb, tCrA, tCrB, k_blocks)
                     read.advance()
                     cute.nvgpu.warpgroup.wait_group(1)
                     ring.consumer_release(release)
                     release.advance()
                     self._promote(acc, pa, fa_lo, fa_hi)
-                    fb_lo = sb_lo * sb_b
-                    fb_hi = sb_hi * sb_b
+                    fb_lo = n_lo * n_b
+                    fb_hi = n_hi * n_b
                     cute.nvgpu.warpgroup.wait_group(0)
                     ring.consumer_release(release)
                     release.advance()
@@ -410,8 +422,7 @@ class _BlockScaledWs:
 
     def _scales(self, mSA, mSB, n_block, kt, row_lo, row_hi):
         """K block kt's scales: the weight block's, and the activation's for this thread's two rows (rows past M
-        read the padding of xs: their results are never stored). Loaded before the block's math is issued, used
-        after it: the latency hides under the wgmma."""
+        read the padding of xs: their results are never stored)."""
         return mSB[n_block, kt], mSA[kt, row_lo], mSA[kt, row_hi]
 
     def _issue(self, ring, read, tiled_mma, part, tCrA, tCrB, k_blocks):
@@ -458,7 +469,7 @@ def _quantize(x, m_pad):
     M, K = x.shape
     Kp = -(-K // BLOCK) * BLOCK
     dev = x.device
-    if Kp != K or x.stride(0) != K or x.data_ptr() % 16:
+    if Kp != K or not x.is_contiguous() or x.data_ptr() % 16:
         xp = torch.zeros((M, Kp), dtype=x.dtype, device=dev)
         xp[:, :K] = x
         x = xp
@@ -485,7 +496,7 @@ def _run(x, w_fp8, w_scale):
     xq, xs = _quantize(x, m_pad)
 
     w = w_fp8
-    if K % 16 or w.stride(0) != K or w.data_ptr() % 16:
+    if K % 16 or not w.is_contiguous() or w.data_ptr() % 16:
         w = torch.zeros((N, Kp), dtype=torch.uint8, device=dev)
         w[:, :K] = w_fp8.view(torch.uint8)
         w = w.view(torch.float8_e4m3fn)
