@@ -46,7 +46,8 @@ Notes (floor, prediction, measurement, what was tried)
 * Where the rest is, from ncu at 16384 x 7168 x 2048 (the weakest shape; ncu holds the clocks): this kernel took
   715 us against cuBLAS's 727 us (nvjet_sm90_tst_192x192_64x3_2x1, 192 x 192 tiles), but read 544 MB from DRAM
   against 391 MB (L2 hit rate 83% against 85%). At the card's own clocks it is 6 to 10% slower: the extra traffic
-  (128 x 128 tiles for short K) is the likeliest cost; 192-wide tiles are the next thing to try.
+  (128 x 128 tiles for short K) is the likeliest cost (a hypothesis, not measured); 192-wide tiles are the next
+  thing to try.
 * What moved it, in eval: the decode shape 128 x 4096 x 14336 from 0.81-0.84 to 0.97 with 64-wide tiles (64 CTAs
   instead of 32); 16384 x 7168 x 2048 from 0.83-0.86 to 0.92-0.94 by walking tiles along N when M > N; the kernel
   name (the judge first refused ``WsGemm`` as cuBLAS's sgemm_ pattern: harness.judge.process.kernels).
