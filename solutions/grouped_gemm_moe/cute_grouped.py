@@ -8,7 +8,8 @@ consumer warpgroups issuing wgmma on a 128 x BN tile), with the schedule of a gr
   expert: consecutive units share a B tile (the expert's weights, read once per N-tile from HBM and then from L2).
   Each CTA takes units bid, bid + grid, ... and finds a unit's expert by binary search in ``cum``, the cumulative
   unit counts per expert, computed on the device with torch glue (diff, floor-divide, cumsum) in the same stream:
-  no host sync, so the timed call never waits on the offsets.
+  no host sync, so the timed call never waits on the offsets. Each CTA copies ``cum`` to shared memory first
+  (2 KiB), so the search's nine dependent reads do not go to global memory.
 * x is one (M, K) K-major tensor: an expert's M-tile starts at its first row (any row, not a multiple of 128: TMA
   coordinates are per element). Rows past the expert's end are loaded and multiplied but never stored; rows past M
   read as zeros.
