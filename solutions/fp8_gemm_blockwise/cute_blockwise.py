@@ -41,7 +41,7 @@ Notes (floor, prediction, measurement, what was tried)
   29 us, beside 124 GFLOP of GEMM at 4096 x 2112 x 7168 (85 us at the ceiling), so that shape cannot pass 0.73 of
   the ceiling with an unfused quantization. Decode (M = 64, 128) is bound by reading the weight (7168 x 16384
   fp8 = 117 MB: 39 us).
-* Prediction: the baseline quantizes with seven torch passes over x in fp32 before cuBLASLt's block-scaled GEMM,
+* Prediction: the baseline quantizes with a dozen torch kernels over x in fp32 before cuBLASLt's block-scaled GEMM,
   so this pair should win most where the activation is large beside the GEMM.
 * Measured on an H100 (2026-11-27), ``gauntlet run --device cuda`` at the defaults (seed 162: 39 fuzzed cases x 3
   calls passed; also 18 probe shapes, odd and aligned, with the quantization bitwise equal to the reference's, and
@@ -57,8 +57,8 @@ Notes (floor, prediction, measurement, what was tried)
   seeds 151, 152, 153 and 160.
 * Where the GEMM itself stands (ncu, 4096 x 7168 x 2048, clocks held by ncu): 150 us against 128 us for cuBLASLt's
   own block-scaled kernel (nvjet ..._128x128_128x6_1x2_..._Ablk128_Bvec128), which the baseline then loses to
-  torch's seven quantization passes (about 150 us). Before the scale prefetch, 28% of the consumer warps' cycles
-  were stalled on the long scoreboard (the scale loads) against 15% in cuBLASLt's.
+  torch's quantization (12 kernels, 163 us in the same ncu run). Before the scale prefetch, 28% of the consumer
+  warps' cycles were stalled on the long scoreboard (the scale loads) against 15% in cuBLASLt's.
 * What moved it (CUDA graphs of back-to-back calls, same H100): promoting K block t - 1 while block t's wgmma run
   (two partials) instead of waiting for each block: 222 -> 180, 1283 -> 1014, 137 -> 133, 77 -> 68 us; the whole
   tile's epilogue behind two barriers instead of two per 128 x 32 chunk: 176 -> 173, 315 -> 304, 955 -> 927,
