@@ -90,7 +90,6 @@ _COMPILED = {}              # specialisation -> compiled function
 _SMEM_BYTES = 232448        # sm_90: 227 KiB of shared memory per block
 _TILE_M = 128
 _QUANT_WARPS = 8            # warps per quantization CTA (two (row, K block) tasks each)
-_PDL = True                 # launch the GEMM as a programmatic dependent of the quantization kernel
 
 
 class _Quant:
@@ -225,7 +224,7 @@ class _BlockScaledWs:
         self.storage = Storage
         self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, mSA, mSB, kbs, tiled_mma, sA_layout, sB_layout, sC_layout,
                     sched_params).launch(grid=grid, block=[self.threads, 1, 1], cluster=(*self.cluster_mn, 1),
-                                         min_blocks_per_mp=1, stream=stream, use_pdl=_PDL)
+                                         min_blocks_per_mp=1, stream=stream, use_pdl=True)
 
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
