@@ -536,6 +536,61 @@ def test_work_run_in_a_gap_before_a_late_start_event_is_named_even_when_it_starv
     assert problems and "after the end event" in problems[0]
 
 
+def _streamed(rows):
+    """_recorded, with each kernel's stream and whether the host queued it after the begin marker (the worker's
+    `streams` and `after_begin`): rows of (name, start us, end us, stream, after_begin)."""
+    call = _recorded([r[:3] for r in rows])
+    call["streams"] = [7] + [r[3] for r in rows]          # the prime: on the harness's stream in truth; unused
+    call["after_begin"] = [False] + [r[4] for r in rows]
+    return call
+
+
+# An honest call judged `tampering` on an H100 (grouped_gemm_moe/cute_grouped, 2026-11-27): solve's first kernel (a
+# fill, on the caller's stream, queued after the start event) ran as the hold ended; the begin marker started 15 us
+# late, after an idle moment while the host launched solve's next kernel.
+LATE_MARKER = [(HOLD, 0, 1000, 7, False), ("FillFunctor", 1001, 1003, 7, True), (BEGIN, 1018, 1019, 13, False),
+               ("_grouped_kernel", 1025, 1100, 7, True), (SNAP, 1102, 1110, 7, False), (MARK, 1111, 1112, 7, False)]
+
+
+def test_a_kernel_queued_on_the_callers_stream_after_the_start_event_opens_the_window_when_the_marker_is_late():
+    problems, margins = window.check(_streamed(LATE_MARKER), 0.101)
+    assert problems == [] and margins["start_after_hold_us"] == 1.0
+    # without the profiler's streams the marker's start is all there is, and the fill is named (as before)
+    problems, _ = window.check(_recorded([r[:3] for r in LATE_MARKER]), 0.101)
+    assert problems and "'FillFunctor' started 17.0 us before the start event" in problems[0]
+
+
+@pytest.mark.parametrize("change, why", [
+    ((1, 4, False), "queued during the hold, before the start event was recorded (a thread of the candidate's)"),
+    ((1, 3, 21), "on a stream of its own: nothing orders it after the start event"),
+])
+def test_a_kernel_not_ordered_after_the_start_event_does_not_open_the_window(change, why):
+    rows = [list(r) for r in LATE_MARKER]
+    row, col, value = change
+    rows[row][col] = value
+    problems, _ = window.check(_streamed([tuple(r) for r in rows]), 0.101)
+    assert problems and "'FillFunctor' started 17.0 us before the start event" in problems[0], why
+
+
+def test_streams_that_the_profiler_does_not_tell_apart_change_nothing():
+    rows = [(n, a, b, 7, after) for n, a, b, _, after in LATE_MARKER]       # the begin marker on the hold's stream
+    problems, _ = window.check(_streamed(rows), 0.101)
+    assert problems and "'FillFunctor' started 17.0 us before" in problems[0]
+
+
+@pytest.mark.parametrize("corrupt", [
+    lambda c: c["streams"].pop(),
+    lambda c: c["after_begin"].__setitem__(1, 1),
+    lambda c: c["streams"].__setitem__(1, "7"),
+    lambda c: c.pop("after_begin"),
+])
+def test_malformed_streams_are_refused(corrupt):
+    call = _streamed(LATE_MARKER)
+    corrupt(call)
+    with pytest.raises(window.BadTimeline):
+        window.check(call, 0.101)
+
+
 @pytest.mark.parametrize("corrupt", [
     lambda c: c.pop("spans"),
     lambda c: c["spans"].pop(),

@@ -99,3 +99,23 @@ def test_every_request_reaches_a_worker_that_was_just_stopped_and_continued(tmp_
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def test_the_worker_says_which_gpu_activities_the_host_queued_after_the_begin_marker():
+    """harness.child.profiling._after_begin, on a timeline shaped like one the H100's profiler recorded (2026-11-27:
+    cuLaunchKernel / cudaEventRecordWithFlags on the host, kernels on streams 7 and 13, paired by correlation id)."""
+    from harness.child.profiling import _after_begin
+    gpu = [["gauntlet_hold", 1.0], ["gauntlet_begin", 1.0], ["fill", 1.0], ["queued_in_the_hold", 1.0], ["x", 1.0]]
+    corrs = [10, 12, 14, 11, 0]
+    api = {10: (100, 110), 11: (111, 113), 12: (120, 130), 14: (131, 140)}   # correlation id -> host (start, end)
+    assert _after_begin(gpu, corrs, api) == [False, False, True, False, False]
+    # no begin marker (or its launch unseen): nothing is said to be after it
+    assert _after_begin(gpu[2:], corrs[2:], api) == [False] * 3
+    assert _after_begin(gpu, corrs, {k: v for k, v in api.items() if k != 12}) == [False] * 5
+
+
+def test_an_observed_cpu_call_carries_empty_stream_lists():
+    with CallProfiler("cpu") as prof:
+        torch.ones(4) + 1
+    seen = prof.observed()
+    assert seen["streams"] == [] and seen["after_begin"] == [] and seen["kernels"] == []

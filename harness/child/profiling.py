@@ -19,6 +19,8 @@ from __future__ import annotations
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from harness.gpu import BEGIN_KERNEL
+
 LAUNCH_MARK = "gauntlet::launch::"      # Triton interpreter launches (see harness.backends.triton_interpreter)
 
 
@@ -66,7 +68,7 @@ class CallProfiler:
         the GPU's timeline from the session's first GPU activity), "ops": [aten op names], "launches": [kernel
         names], "marked": True, "compiled": [the kernel names this worker's backends compiled so far
         (harness.child.provenance)]}. GPU activities are kernels, memcpys and memsets, on every stream."""
-        gpu, spans, cpu, launches = [], [], [], []
+        gpu, spans, cpu, launches, streams, corrs, api = [], [], [], [], [], [], {}
         for e in self.events or []:
             name = e.name()
             if name.startswith(LAUNCH_MARK):
@@ -74,12 +76,37 @@ class CallProfiler:
             elif e.device_type() != torch.autograd.DeviceType.CPU:
                 gpu.append([name, (e.end_ns() - e.start_ns()) / 1e3])
                 spans.append((e.start_ns(), e.end_ns()))
+                streams.append(_int(e, "device_resource_id"))
+                corrs.append(_int(e, "correlation_id"))
             elif name.startswith("aten::"):
                 cpu.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name))
+            elif name.startswith(("cu", "hip")) and _int(e, "correlation_id") > 0:
+                api[_int(e, "correlation_id")] = (e.start_ns(), e.end_ns())     # a runtime/driver API call
         # ops run by the interpreter inside one of the candidate's own launches are the kernel's, not glue
         ops = sorted({k for a, b, t, k in cpu
                       if not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in launches)})
         t0 = min((a for a, _ in spans), default=0)
         from harness.child import provenance
         return {"compiled": provenance.names(), "kernels": gpu, "spans": [[a - t0, b - t0] for a, b in spans],
-                "ops": ops, "launches": [k for *_, k in launches], "marked": self.events is not None}
+                "ops": ops, "launches": [k for *_, k in launches], "marked": self.events is not None,
+                "streams": streams, "after_begin": _after_begin(gpu, corrs, api)}
+
+
+def _int(event, attr: str) -> int:
+    try:
+        return int(getattr(event, attr)())
+    except (AttributeError, TypeError, ValueError, RuntimeError):    # an older torch without it
+        return 0
+
+
+def _after_begin(gpu: list, corrs: list[int], api: dict) -> list[bool]:
+    """Per GPU activity: whether the host call that queued it (matched by CUPTI's correlation id) began after the
+    call that queued the harness's begin marker had returned. The begin marker is queued right after the start
+    event is recorded, on the same host thread, so such an activity was queued after the start event: on the start
+    event's stream it cannot run before the event fired (harness.judge.timing.window uses that to place the window's
+    opening when the begin marker itself started late). False wherever the profiler did not say."""
+    begin = [c for (name, _), c in zip(gpu, corrs) if name == BEGIN_KERNEL]
+    if len(begin) != 1 or begin[0] not in api:
+        return [False] * len(gpu)
+    begun = api[begin[0]][1]
+    return [c in api and c != begin[0] and api[c][0] > begun for c in corrs]

@@ -79,6 +79,7 @@ def check(call: dict, ms: float) -> tuple[list[str], dict]:
     mark_start = spans[found["mark"][0]][0]
     ours = {i for idx in found.values() for i in idx}
     opened = _opened(hold_end, begun, [s for i, s in enumerate(spans) if i not in ours])
+    opened = _ordered_after_start(call, spans, found, ours, hold_end, opened)
     close = min(mark_start, opened + ms * 1e6)
     limit = min(mark_start, opened + ms * 1e6 * (1 + CLOCK_RATE_SLACK)) + END_SLACK_US * 1e3
     problems, early, late = [], math.inf, math.inf
@@ -133,6 +134,29 @@ def _opened(hold_end: float, begun: float, spans: list[tuple[float, float]]) -> 
     if covered_from is None or reach < begun - JOIN_US * 1e3:
         return begun                                 # idle right before the marker: it ran as soon as it could
     return max(hold_end, covered_from) if covered_from > hold_end + JOIN_US * 1e3 else hold_end
+
+
+def _ordered_after_start(call: dict, spans: list, found: dict, ours: set, hold_end: float, opened: float) -> float:
+    """The window's opening, no later than the start of any kernel that stream order puts after the start event: one
+    on the start event's own stream (the hold's) whose launch the host made after the begin marker's (the worker's
+    `after_begin`, from the profiler's correlation ids: the begin marker is queued right after the start event is
+    recorded). `_opened` alone relies on the begin marker starting as soon as the start event fires and an SM is
+    free; on an H100 it once started over 15 us late, after an idle moment, and an honest call's first kernel (on
+    the caller's stream, queued after the start event) was named as running before the window opened. A kernel
+    queued on that stream during the hold, before the start event was recorded (a thread of the candidate's), is not
+    `after_begin` and is judged as before. Only where the hold and the begin marker ran on streams the profiler
+    tells apart; a reply without these lists changes nothing."""
+    streams, after = call.get("streams"), call.get("after_begin")
+    if streams is None and after is None:
+        return opened
+    if not (isinstance(streams, list) and isinstance(after, list) and len(streams) == len(spans) == len(after)
+            and all(type(x) is int for x in streams) and all(type(x) is bool for x in after)):
+        raise BadTimeline("'streams' and 'after_begin' must give one integer and one boolean per kernel")
+    hold_stream, begin_stream = streams[found["hold"][0]], streams[found["begin"][0]]
+    if hold_stream == begin_stream:
+        return opened
+    starts = [spans[i][0] for i in range(len(spans)) if i not in ours and after[i] and streams[i] == hold_stream]
+    return max(hold_end, min([opened] + starts))
 
 
 def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> float:
