@@ -33,29 +33,8 @@ def prestart(args) -> None:
     except Exception:  # noqa: BLE001 - said by `run`, with its blame
         return
     from harness.judge.process import standby
-    baseline = not (args.no_timing or args.case)
     standby.prestart_judgement(problem, solution, SimpleNamespace(device=device, sandbox=args.sandbox),
-                               baseline=baseline)
-    if device == "cuda":
-        _go_early(args, problem, baseline)
-
-
-def _go_early(args, problem, baseline: bool) -> None:
-    """Let the prestarted workers start on the GPU now (standby.release_prestarted) where nothing before the
-    judgement needs the card alone: the card's idle flush time is known (else the baseline worker measures it, the
-    card alone, before the candidate's worker may start: harness.judge.evaluate) and the ceilings of the dtypes
-    judged are known, measured here first if they are not. Anything unexpected leaves the workers to the
-    judgement, which lets them go as before."""
-    from harness.judge.process import standby
-    try:
-        if baseline:
-            from harness.judge.timing import timed
-            if timed.known_quiet() is None:
-                return
-            options.peaks(problem, options.judge_options(args, "cuda").dtypes)    # kept for run (per process)
-        standby.release_prestarted()
-    except Exception:  # noqa: BLE001 - said, if it matters, by `run`, with its blame
-        return
+                               baseline=not (args.no_timing or args.case))
 
 
 def run(args) -> int:

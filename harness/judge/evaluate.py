@@ -193,14 +193,12 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
             if waiting:
                 base.release()
             child.finish_start()
+            standby.end_early_turn()       # the turn a prestarted worker's early release held (standby)
             if waiting:
                 try:
                     timed.finish_baseline_start(base, problem)
                 except RuntimeError:
                     pass               # said where timing needs the baseline (timed.ensure_baseline), as before
-        # The turn a prestarted worker's early release took (standby.release_prestarted), given up after this one:
-        # turns nest, and the outer one must end last.
-        standby.end_early_turn()
     except ChildFailed as exc:
         if retry and child is not None and turns.crowded_out(exc.reason, opts.device):
             # Its CUDA start-up ran out of memory beside other judges: started again, once, a second later (a

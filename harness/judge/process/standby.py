@@ -94,23 +94,21 @@ def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
             child.watch()
     except Exception:  # noqa: BLE001 - the judgement starts its own workers and meets the error there
         drop_prestarted()
+        return
+    if opts.device == "cuda":
+        _release_early(spawned)
 
 
-def release_prestarted(spawned: list | None = None) -> None:
-    """Let the prestarted workers (`spawned`: those of prestart_judgement) go on to the GPU now, not when the
-    judgement starts: their CUDA start-up and the candidate's import (about 1.2 s on an H100, `stages_s.start`) then
-    overlap the rest of the CLI's start (the interpreter check, the search path, the judgement's set-up). The caller
-    (harness.cli.eval) does it only once nothing before the judgement's start needs the card alone: the ceilings
-    known (cached or measured first) and the card's idle flush time known, so no worker's start-up runs beside a
-    measurement. The baseline worker runs only the problem's baselines, so it may go early. The candidate's goes
-    early only under Landlock (its ruleset in force from its first instruction): it cannot write a file of the
-    judge's or of any package, so its import running before the judge's own imports end changes nothing they load.
-    An unconfined candidate waits for its judgement, as before. Their start-ups run inside a shared turn on the card
-    (harness.judge.timing.turns), as in the judgement's own start, held until that start ends (end_early_turn), or
-    until the command ends if no judgement takes them."""
-    spawned = list(_PRESTARTED) if spawned is None else spawned
-    early = [c for c in spawned if getattr(c, "gated", True)
-             and (c.role == "baseline" or c.sandbox.ruleset is not None)]
+def _release_early(spawned: list) -> None:
+    """Let the prestarted workers go on to the GPU now, not when the judgement starts: their CUDA start-up and the
+    candidate's import (about 1.2 s on an H100, `stages_s.start`) then overlap the rest of the CLI's start (its torch
+    import's tail, the interpreter check, the ceilings). The baseline worker runs only the problem's baselines, so it
+    may always go early. The candidate's goes early only under Landlock (its ruleset in force from its first
+    instruction): it cannot write a file of the judge's or of any package, so its import running before the judge's
+    own imports end changes nothing they load. An unconfined candidate waits for the judgement, as before. Their
+    start-ups run inside a shared turn on the card (harness.judge.timing.turns), as in the judgement's own start,
+    held until that start ends (end_early_turn), or until the command ends if no judgement takes them."""
+    early = [c for c in spawned if c.role == "baseline" or c.sandbox.ruleset is not None]
     if not early:
         return
     stack = contextlib.ExitStack()
