@@ -261,38 +261,3 @@ def test_an_early_start_that_fails_is_dropped_and_the_judgement_starts_its_own(m
     standby.prestart_judgement(problem, discover.get_solution("gemm", str(sol)),
                                SimpleNamespace(device="cpu", sandbox="auto"), baseline=False)
     assert standby._NEXT == {} and standby._PRESTARTED == []
-
-
-def test_prestarted_workers_go_early_only_where_that_cannot_change_what_the_judge_loads(monkeypatch):
-    """`gauntlet eval`'s prestarted workers (standby._release_early): the baseline worker and a candidate's under
-    Landlock are let go at once, inside a shared turn on the card held until the judgement's start ends; an
-    unconfined candidate's worker waits for its judgement."""
-    import contextlib
-
-    from harness.judge.timing import turns
-    held = []
-
-    @contextlib.contextmanager
-    def sharing(device):
-        held.append(device)
-        yield
-        held.remove(device)
-
-    monkeypatch.setattr(turns, "sharing", sharing)
-    monkeypatch.setattr(standby, "_EARLY_TURN", [])
-
-    class Gated:
-        def __init__(self, role, ruleset):
-            self.role, self.sandbox, self.released = role, SimpleNamespace(ruleset=ruleset), False
-
-        def release(self):
-            self.released = True
-
-    base, confined, open_ = Gated("baseline", None), Gated("candidate", object()), Gated("candidate", None)
-    standby._release_early([base, confined, open_])
-    assert (base.released, confined.released, open_.released) == (True, True, False) and held == ["cuda"]
-    standby.end_early_turn()
-    assert held == [] and standby._EARLY_TURN == []
-    # nothing to let go: no turn is taken
-    standby._release_early([Gated("candidate", None)])
-    assert held == [] and standby._EARLY_TURN == []

@@ -193,7 +193,6 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
             if waiting:
                 base.release()
             child.finish_start()
-            standby.end_early_turn()       # the turn a prestarted worker's early release held (standby)
             if waiting:
                 try:
                     timed.finish_baseline_start(base, problem)

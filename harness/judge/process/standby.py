@@ -16,14 +16,12 @@
 from __future__ import annotations
 
 import atexit
-import contextlib
 
 _ON = False
 MAX_NEXT = 2            # gated workers waiting at once (each holds an interpreter and torch, no GPU memory)
 _NEXT: dict = {}        # (problem, path, backend, format, device, sandbox) -> a gated candidate Child
 _BASE: dict = {}        # (problem, device, sandbox) -> a baseline Child: kept (said hello) or prestarted (gated)
 _PRESTARTED: list = []  # the workers prestart_judgement started (drop_prestarted closes those never taken)
-_EARLY_TURN: list = []  # the shared turn their early release holds until the judgement's start ends (end_early_turn)
 
 
 def enable() -> None:
@@ -94,46 +92,12 @@ def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
             child.watch()
     except Exception:  # noqa: BLE001 - the judgement starts its own workers and meets the error there
         drop_prestarted()
-        return
-    if opts.device == "cuda":
-        _release_early(spawned)
-
-
-def _release_early(spawned: list) -> None:
-    """Let the prestarted workers go on to the GPU now, not when the judgement starts: their CUDA start-up and the
-    candidate's import (about 1.2 s on an H100, `stages_s.start`) then overlap the rest of the CLI's start (its torch
-    import's tail, the interpreter check, the ceilings). The baseline worker runs only the problem's baselines, so it
-    may always go early. The candidate's goes early only under Landlock (its ruleset in force from its first
-    instruction): it cannot write a file of the judge's or of any package, so its import running before the judge's
-    own imports end changes nothing they load. An unconfined candidate waits for the judgement, as before. Their
-    start-ups run inside a shared turn on the card (harness.judge.timing.turns), as in the judgement's own start,
-    held until that start ends (end_early_turn), or until the command ends if no judgement takes them."""
-    early = [c for c in spawned if c.role == "baseline" or c.sandbox.ruleset is not None]
-    if not early:
-        return
-    stack = contextlib.ExitStack()
-    try:
-        from harness.judge.timing import turns
-        stack.enter_context(turns.sharing("cuda"))
-        for child in early:
-            child.release()
-    except Exception:  # noqa: BLE001 - a worker not let go here is let go by its judgement, which says any error
-        stack.close()
-        return
-    _EARLY_TURN.append(stack)
-
-
-def end_early_turn() -> None:
-    """Give up the shared turn the early release took (the judgement's start holds its own by then)."""
-    while _EARLY_TURN:
-        _EARLY_TURN.pop().close()
 
 
 def drop_prestarted() -> None:
     """Close the workers prestart_judgement started that no judgement took (a usage error found after they were
     spawned, a device guessed wrong), when the command that started them ends: a process that runs many commands
     (a test session calling the CLI's main) does not keep them until it exits."""
-    end_early_turn()
     mine = {id(child) for child in _PRESTARTED}
     _PRESTARTED.clear()
     left = [pool.pop(key) for pool in (_NEXT, _BASE) for key in [k for k, c in pool.items() if id(c) in mine]]
