@@ -80,8 +80,8 @@ class CallProfiler:
                 corrs.append(_int(e, "correlation_id"))
             elif name.startswith("aten::"):
                 cpu.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name))
-            elif name.startswith(("cu", "hip")) and _int(e, "correlation_id") > 0:
-                api[_int(e, "correlation_id")] = (e.start_ns(), e.end_ns())     # a runtime/driver API call
+            elif name.startswith(("cu", "hip")):                              # a runtime/driver API call
+                api[_int(e, "correlation_id")] = (e.start_ns(), e.end_ns())
         # ops run by the interpreter inside one of the candidate's own launches are the kernel's, not glue
         ops = sorted({k for a, b, t, k in cpu
                       if not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in launches)})
@@ -105,6 +105,7 @@ def _after_begin(gpu: list, corrs: list[int], api: dict) -> list[bool]:
     event is recorded, on the same host thread, so such an activity was queued after the start event: on the start
     event's stream it cannot run before the event fired (harness.judge.timing.window uses that to place the window's
     opening when the begin marker itself started late). False wherever the profiler did not say."""
+    api.pop(0, None)                             # no correlation id: pairs with nothing
     begin = [c for (name, _), c in zip(gpu, corrs) if name == BEGIN_KERNEL]
     if len(begin) != 1 or begin[0] not in api:
         return [False] * len(gpu)
