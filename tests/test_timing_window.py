@@ -110,7 +110,7 @@ def test_the_worker_says_which_gpu_activities_the_host_queued_after_the_begin_ma
     api = {10: (100, 110), 11: (111, 113), 12: (120, 130), 14: (131, 140)}   # correlation id -> host (start, end)
     assert _after_begin(gpu, corrs, api) == [False, False, True, False, False]
     # an API call without a correlation id (0) pairs with no activity, however late it began
-    assert _after_begin(gpu, corrs, dict(api, **{0: (500, 510)})) == [False, False, True, False, False]
+    assert _after_begin(gpu, corrs, {**api, 0: (500, 510)}) == [False, False, True, False, False]
     # no begin marker (or its launch unseen): nothing is said to be after it
     assert _after_begin(gpu[2:], corrs[2:], api) == [False] * 3
     assert _after_begin(gpu, corrs, {k: v for k, v in api.items() if k != 12}) == [False] * 5
