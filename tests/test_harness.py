@@ -189,6 +189,57 @@ def test_a_large_output_crosses_a_widened_pipe_whole_and_a_lying_length_is_refus
     os.close(w)
 
 
+def test_a_large_blob_crosses_the_sealed_area_and_nothing_the_sender_does_there_reaches_the_judge():
+    """protocol.Area: the worker's large blobs go through a shared-memory file the judge sealed before the worker
+    existed. The worker can neither resize it (so the judge's read cannot fault) nor change a blob the judge has
+    taken; a place outside the area, or over the reply's cap, is refused like a lying length."""
+    import fcntl
+    import threading
+    judge = protocol.Area.create(64 << 20)
+    if judge is None:
+        pytest.skip("no sealable memfd here")
+    worker = protocol.Area.attach(os.dup(judge.fd))
+    for resize in (lambda: os.ftruncate(worker.fd, 1 << 20), lambda: os.ftruncate(worker.fd, 128 << 20)):
+        with pytest.raises(PermissionError):
+            resize()
+    with pytest.raises(PermissionError):
+        fcntl.fcntl(worker.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)   # F_SEAL_SEAL: no seal can be added
+    assert os.fstat(judge.fd).st_size == 64 << 20
+    r, w = os.pipe()
+    t = torch.arange(6 << 20, dtype=torch.int32)      # 24 MiB: into the area
+    small = torch.arange(10, dtype=torch.int64)       # 80 bytes: through the pipe
+    (meta, blob), (small_meta, small_blob) = protocol.tensor_to_wire(t), protocol.tensor_to_wire(small)
+    protocol.send(w, {"wire": meta}, [blob, small_blob], area=worker)
+    header, blobs = protocol.recv(r, timeout=30, max_blob=t.numel() * 4, area=judge)
+    assert "at" not in header and len(blobs) == 2
+    worker.put(0, b"\xff" * 4096)                      # the sender writes over the area afterwards
+    assert torch.equal(protocol.tensor_from_wire(header["wire"], blobs[0]), t)
+    assert torch.equal(protocol.tensor_from_wire(small_meta, blobs[1]), small)
+    # Places the judge refuses: outside the area, over the cap, not a place, no area on this channel.
+    for at, cap, area, match in (([[60 << 20, 8 << 20]], 64 << 20, judge, "outside"),
+                                 ([[-1, 16]], 64, judge, "outside"),
+                                 ([[0, 4096]], 64, judge, "over the 64 bytes"),
+                                 ([[0, True]], 64, judge, "not \\[offset, length\\]"),
+                                 ([[0, 16], None], 64, judge, "not a list of 1"),
+                                 ([[0, 16]], 64, None, "does not have")):
+        head = json.dumps({"nblobs": 1, "at": at}).encode()
+        os.write(w, protocol._LEN.pack(len(head)) + head)
+        with pytest.raises(ValueError, match=match):
+            protocol.recv(r, timeout=5, max_blob=cap, area=area)
+    # A blob larger than what is left of the area goes through the pipe instead, whole.
+    big = torch.arange(20 << 20, dtype=torch.int32)   # 80 MiB > 64 MiB
+    meta, blob = protocol.tensor_to_wire(big)
+    sender = threading.Thread(target=protocol.send, args=(w, {"wire": meta}, [blob]), kwargs={"area": worker})
+    sender.start()
+    header, blobs = protocol.recv(r, timeout=60, max_blob=big.numel() * 4, area=judge)
+    sender.join()
+    assert torch.equal(protocol.tensor_from_wire(header["wire"], blobs[0]), big)
+    for fd in (r, w):
+        os.close(fd)
+    worker.close()
+    judge.close()
+
+
 def test_recv_times_out_instead_of_hanging():
     r, w = os.pipe()
     with pytest.raises(protocol.ChannelTimeout):
@@ -204,7 +255,7 @@ def test_a_start_cut_short_by_the_total_time_limit_names_the_total():
     from harness.judge.process.watchdog import TimeBudget
     r, w = os.pipe()
     child = object.__new__(Child)              # the channel and budget only: no process to start for this
-    child.resp_r, child.budget, child.close = r, TimeBudget(0.3), lambda: None
+    child.resp_r, child.budget, child.close, child.area = r, TimeBudget(0.3), lambda: None, None
     with pytest.raises(ChildFailed) as info:
         child._await_hello()
     assert "total time limit of 0 s ran out while starting" in info.value.reason.detail

@@ -161,6 +161,7 @@ class FakeWorker:
         self.shared = 0                 # outputs per batch that reuse an earlier output's memory
         self.extra = ()                 # kernels of every call on other streams: (name, start ns, end ns)
         self.host_ms = 0.05             # the probe's host launch time
+        self.waits = None               # the probe's waits_for_gpu (None: not sent, as for a short launch)
         self.holds: list = []           # hold_ms of every batch request
         self.starve_us = 0.0            # the GPU idles this long in each timed call, waiting for the host
 
@@ -176,8 +177,10 @@ class FakeWorker:
         self.log.append((self.name, op, self.peer.stopped))
         if op == "bench_setup":
             labels = ["candidate"] if self.name == "cand" else ["cublas"]
-            return {"ok": True, "sides": {label: {"probe_ms": self.ms, "host_ms": self.host_ms, "note": ""}
-                                          for label in labels}}, []
+            side = {"probe_ms": self.ms, "host_ms": self.host_ms, "note": ""}
+            if self.waits is not None:
+                side["waits_for_gpu"] = self.waits
+            return {"ok": True, "sides": {label: dict(side) for label in labels}}, []
         if op == "bench_batch" and self.fail_batches:
             return {"ok": False, "code": "crash", "detail": "CUBLAS_STATUS_NOT_SUPPORTED"}, []
         if op == "bench_batch":
@@ -266,6 +269,29 @@ def test_timing_stops_once_the_ratio_is_precise_and_goes_on_while_it_is_not():
     s.run(budget_s=30.0)
     assert not s.reasons
     assert len({r["round"] for r in s.samples["candidate"]}) == bench.MAX_ROUNDS
+
+
+def test_a_baseline_that_waits_for_the_gpu_is_timed_to_its_own_precision():
+    """A baseline timed through its host launches (`waits_for_gpu`) jitters by batch more than PRECISION allows in
+    MAX_ROUNDS; it is asked for WAIT_PRECISION instead, and only it: the same jitter from a baseline that does not
+    wait keeps timing to MAX_ROUNDS."""
+    def jittery(waits):
+        s, _ = _schedule()
+        s.base.waits = waits
+        s.base.host_ms = 6.0 if waits else 0.05
+        rng = random.Random(5)
+        plain = FakeWorker.request
+
+        def jitter(self, header, timeout, what, max_blob=0):
+            if header.get("op") == "bench_batch" and header["calls"]:
+                self.ms = 0.25 * (1 + 0.04 * rng.uniform(-1, 1))
+            return plain(self, header, timeout, what, max_blob)
+        s.base.request = jitter.__get__(s.base)
+        s.run(budget_s=60.0)
+        assert not s.reasons
+        return len({r["round"] for r in s.samples["candidate"]})
+    assert bench.MIN_ROUNDS <= jittery(True) < bench.MAX_ROUNDS // 2
+    assert jittery(False) == bench.MAX_ROUNDS
 
 
 def test_round_ratio_halfwidth_follows_the_rounds_spread():
@@ -658,6 +684,35 @@ def test_the_hold_is_the_judges_whatever_the_candidates_launch_costs():
     assert s.hold_ms == pytest.approx(1.5 * 2.0 + 0.2) and set(s.cand.holds) == {s.hold_ms}
     figs = s.figures()
     assert figs["candidate"]["window_us"]["start"] is not None and figs["cublas"]["window_us"]["end"] is not None
+
+
+def test_a_baseline_that_waits_for_the_gpu_does_not_lengthen_the_hold():
+    """grouped_gemm_moe's cublas_loop reads its offsets back to the host inside the call: it launches only after the
+    hold has run out, however long, so its launch time (which includes the probe's hold) must not size the hold of
+    every side's every call (it set 22.9 ms for a 1.4 ms candidate on an H100)."""
+    from harness.gpu import HOLD_MS
+    s, _ = _schedule()
+    s.base.host_ms, s.base.waits = 24.0, True
+    s.run(budget_s=0.2)
+    assert s.hold_ms == HOLD_MS and set(s.cand.holds + s.base.holds) == {HOLD_MS}
+    assert s.waits == {"cublas"}
+    s, _ = _schedule()
+    s.base.host_ms, s.base.waits = 2.0, False   # a long launch that does not wait: the hold covers it, as before
+    s.run(budget_s=0.2)
+    assert s.hold_ms == pytest.approx(1.5 * 2.0 + 0.2) and s.waits == set()
+    s, _ = _schedule()
+    s.cand.host_ms, s.cand.waits = 0.05, True   # the candidate's probe never sizes the hold, waiting or not
+    s.run(budget_s=0.2)
+    assert s.hold_ms == HOLD_MS and s.waits == set()
+
+
+def test_a_setup_reply_s_waits_for_gpu_must_be_a_boolean():
+    from harness.judge.process import replies
+    ok = {"sides": {"cublas": {"probe_ms": 1.0, "host_ms": 5.0, "waits_for_gpu": True}}}
+    assert replies.setup(ok, ["cublas"])["cublas"]["waits_for_gpu"] is True
+    for bad in ("yes", 1, None):
+        with pytest.raises(replies.BadReply, match="waits_for_gpu"):
+            replies.setup({"sides": {"cublas": {"probe_ms": 1.0, "host_ms": 5.0, "waits_for_gpu": bad}}}, ["cublas"])
 
 
 # --- the interval and the floor --------------------------------------------------------------------------------

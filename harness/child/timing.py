@@ -34,6 +34,9 @@ from harness.child import guard
 from harness.child.profiling import CallProfiler
 from harness.gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
 
+PROBE_HOLD_MS = HOLD_MIN_MS * 4    # the hold of the three probe calls every side's warm-up ends with
+WAIT_PROBE_MS = 8.0                # how much longer the hold of the second probe is (`warm`: a call that waits)
+
 # Every input's version counter when a call starts, correctness and timed alike: refilled in place, a timed set's
 # counter would otherwise grow with every call and tell timed calls from fuzzed ones.
 INPUT_VERSION = 2
@@ -95,13 +98,23 @@ class Bench:
 
     def warm(self) -> dict:
         """Compilation, caches, handles: a varying number of untimed calls. Returns the probe: the median GPU
-        time and host launch time of three held calls."""
+        time and the longest host launch time of three held calls, and, where that launch took half the hold or
+        more, `waits_for_gpu`: whether three calls behind a hold WAIT_PROBE_MS longer took that much longer to launch
+        (a call that syncs with the GPU, as grouped_gemm_moe's cublas_loop reads its offsets back to the host,
+        returns only after the hold has run out, however long it is)."""
         for _ in range(self.rng.randint(1, 3)):
             for args in self.sets:
                 guard.poison(self.fn(*args))
         torch.cuda.synchronize()
-        probe = self.batch(3, hold_ms=HOLD_MIN_MS * 4, keep=False)
-        return {"probe_ms": statistics.median(probe["ms"]), "host_ms": max(probe["host_ms"])}
+        probe = self.batch(3, hold_ms=PROBE_HOLD_MS, keep=False)
+        found = {"probe_ms": statistics.median(probe["ms"]), "host_ms": max(probe["host_ms"])}
+        if found["host_ms"] >= 0.5 * PROBE_HOLD_MS:
+            # A launch as long as the hold: does the call wait for the GPU (a host sync inside it)? Then its launch
+            # time grows with the hold, and no hold can cover it (the judge then sizes the hold without it).
+            longer = self.batch(3, hold_ms=PROBE_HOLD_MS + WAIT_PROBE_MS, keep=False)
+            grew = statistics.median(longer["host_ms"]) - statistics.median(probe["host_ms"])
+            found["waits_for_gpu"] = grew >= 0.5 * WAIT_PROBE_MS
+        return found
 
     def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda", profile: bool = True) -> dict:
         """`calls` timed calls, each in a profiler session of its own. Keeps the outputs (for spot checks) when

@@ -27,6 +27,7 @@ def main(argv: list[str]) -> int:
     role, problem_dir, path, backend, device, baselines = argv[2:8]
     gated = len(argv) > 8 and argv[8] == "gated"
     fmt = argv[9] if len(argv) > 9 else "native"
+    area = protocol.Area.attach(int(argv[10])) if len(argv) > 10 and argv[10] != "-" else None
     from harness.child.confined import self_test
     confined = self_test()                        # before torch, before any candidate code: what is in force
     global STRAGGLER_LIMIT_MS
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
         except protocol.ChannelClosed:
             return 0
         header, blobs = session.handle(request)
-        protocol.send(resp_fd, header, blobs)
+        protocol.send(resp_fd, header, blobs, area=area)
 
 
 class Session:

@@ -90,7 +90,8 @@ class Child:
         self.log_path = Path(self.tmp.name) / "child.log"
         req_r, self.req_w = os.pipe()
         self.resp_r, resp_w = os.pipe()
-        protocol.widen_pipe(self.resp_r)      # outputs of GBs come back this way
+        protocol.widen_pipe(self.resp_r)      # outputs of GBs come back this way, or (a MiB or more) through
+        self.area = protocol.Area.create()    # a sealed shared-memory file of the worker's own (protocol.Area)
         env = _worker_env(self.tmp.name)
         become_subreaper()
         self.sandbox = Confinement(sandbox or DEFAULT_SANDBOX, self.tmp.name,
@@ -110,12 +111,15 @@ class Child:
                     [sys.executable, *flags, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
                      str(Path(problem.root).resolve()), str(path or "-"), backend, device,
                      json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()}),
-                     "gated" if deferred else "open", fmt or "native"],
+                     "gated" if deferred else "open", fmt or "native",
+                     str(self.area.fd) if self.area else "-"],
                     cwd=self.tmp.name, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    pass_fds=(req_r, resp_w), start_new_session=True, preexec_fn=self.sandbox.preexec)
+                    pass_fds=(req_r, resp_w, *([self.area.fd] if self.area else [])), start_new_session=True,
+                    preexec_fn=self.sandbox.preexec)
         except subprocess.SubprocessError as exc:     # the confinement could not be put in force: never run open
             for fd in (req_r, resp_w, self.req_w, self.resp_r):
                 os.close(fd)
+            self.area and self.area.close()
             self.sandbox.close()
             self.tmp.cleanup()
             raise RuntimeError(f"the {role} worker could not be confined ({exc}); "
@@ -234,7 +238,7 @@ class Child:
         left = self.budget.left()
         t0 = time.monotonic()
         try:
-            return protocol.recv(self.resp_r, min(timeout, max(left, 0.0)), max_blob=max_blob)
+            return protocol.recv(self.resp_r, min(timeout, max(left, 0.0)), max_blob=max_blob, area=self.area)
         except protocol.ChannelTimeout:
             self.close()
             if left < timeout:
@@ -299,6 +303,8 @@ class Child:
             except OSError:
                 pass
         self.req_w = self.resp_r = -1
+        if self.area:
+            self.area.close()
         pids.LIVE.discard(self.proc.pid)
         if self.compiled:                 # the worker's whole tree is dead: nothing writes its scratch any more
             cache.harvest_compiled(self.compiled, self.tmp.name)

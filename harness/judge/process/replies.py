@@ -104,6 +104,7 @@ def setup(header: dict, labels: list[str]) -> dict:
         for key in ("probe_ms", "host_ms"):
             x = side.get(key)
             _need(isinstance(x, (int, float)) and math.isfinite(x) and x >= 0, f"{label}.{key} is {x!r}")
+        _need(type(side.get("waits_for_gpu", False)) is bool, f"{label}.waits_for_gpu must be true or false")
     return sides
 
 

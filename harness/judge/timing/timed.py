@@ -284,6 +284,8 @@ def _entry(problem, spec, shape, figs, schedule, record, ceilings) -> dict:
             "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4], "window_us": side["window_us"],
             "starved_calls": side["starved_calls"], "starved_shift": side["starved_shift"],
             "starved_where": side["starved_where"], "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
+        if label in schedule.waits:
+            entry["baselines"][label]["waits_for_gpu"] = True
     return entry
 
 
