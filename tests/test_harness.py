@@ -368,3 +368,42 @@ def test_random_draws_alone_rarely_reach_the_top_odd_values():
     draw()
     share = sum(hits) / len(hits)
     assert share < 0.02, share
+
+
+def test_the_tamper_watch_s_fast_lookup_answers_as_getattr_static_does():
+    """guard.static_lookup reads namespaces directly, with getattr_static's answer for every watched name, and sees
+    what getattr_static does not: a data descriptor set on a class's metaclass, which Python's lookup prefers."""
+    import inspect
+    import types
+
+    from harness.child import guard
+    watch = guard.TamperWatch()
+    assert len(watch.items) > 500
+    for _, owner, attr in watch.items:
+        if not isinstance(owner, dict):
+            assert guard.static_lookup(owner, attr) is inspect.getattr_static(owner, attr, None), attr
+    mod = types.ModuleType("m")
+    mod.f = lambda: 1
+    original = guard.static_lookup(mod, "f")
+
+    class Swapped(types.ModuleType):
+        f = property(lambda self: 2)      # a data descriptor on the module's new class shadows its dict
+    mod.__class__ = Swapped
+    assert mod.f == 2 and guard.static_lookup(mod, "f") is not original
+    assert guard.static_lookup(mod, "f") is inspect.getattr_static(mod, "f")
+
+    class Meta(type):
+        pass
+
+    class C(metaclass=Meta):
+        def g(self):
+            return 1
+    before = guard.static_lookup(C, "g")
+    assert before is C.__dict__["g"]
+    Meta.g = property(lambda cls: "patched")   # the metaclass's data descriptor wins over the class's own
+    assert C.g == "patched" and guard.static_lookup(C, "g") is Meta.__dict__["g"]
+    assert inspect.getattr_static(C, "g") is before       # (getattr_static still answers the class's own)
+    Meta.h = lambda cls: "not a data descriptor"          # a plain function on the metaclass does not win
+    C.h = 5
+    assert C.h == 5 and guard.static_lookup(C, "h") == 5
+    assert guard.static_lookup(C, "missing") is None

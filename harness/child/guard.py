@@ -109,10 +109,7 @@ class TamperWatch:
 
     @staticmethod
     def _fingerprint(owner, attr):
-        if isinstance(owner, dict):
-            value = owner.get(attr)
-        else:
-            value = inspect.getattr_static(owner, attr, None)   # static: a bound method is a new object per access
+        value = owner.get(attr) if isinstance(owner, dict) else static_lookup(owner, attr)
         code = getattr(value, "__code__", None)
         return id(value), id(code) if code is not None else None
 
@@ -121,6 +118,36 @@ class TamperWatch:
         if _hooks() != self.hooks:
             out.append("sys.setprofile/settrace hook installed (it runs inside every timed call, baselines too)")
         return out
+
+
+_MISSING = object()
+_MRO = type.__dict__["__mro__"].__get__           # a class's own MRO and namespace, whatever its metaclass says
+_NAMESPACE = type.__dict__["__dict__"].__get__
+
+
+def static_lookup(owner, attr):
+    """What `owner.attr` resolves to, without running it (static: a bound method is a new object per access), read
+    straight from the namespaces: a plain module's own dict; for a class, a data descriptor of that name on its
+    metaclass (which Python's lookup prefers, and inspect.getattr_static does not look for: a candidate setting
+    one on a Python metaclass would change what the attribute returns unseen), else the first class of its MRO
+    that has it. Anything else (a module whose class was swapped, an instance) goes to getattr_static. Every request
+    checks the watch (about 1,100 names): getattr_static for all of them made that 3.1 ms a request on the CPU
+    machine; this, 0.9 ms."""
+    if type(owner) is types.ModuleType:
+        return owner.__dict__.get(attr)
+    if isinstance(owner, type):
+        for k in _MRO(type(owner)):
+            value = _NAMESPACE(k).get(attr, _MISSING)
+            if value is not _MISSING:
+                kind = type(value)
+                if hasattr(kind, "__set__") or hasattr(kind, "__delete__"):
+                    return value
+                break
+        for k in _MRO(owner):
+            value = _NAMESPACE(k).get(attr, _MISSING)
+            if value is not _MISSING:
+                return value
+    return inspect.getattr_static(owner, attr, None)
 
 
 def _hooks():
