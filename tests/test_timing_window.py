@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
 from harness import discover
@@ -121,3 +122,25 @@ def test_an_observed_cpu_call_carries_empty_stream_lists():
         torch.ones(4) + 1
     seen = prof.observed()
     assert seen["streams"] == [] and seen["after_begin"] == [] and seen["kernels"] == []
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_the_warm_up_probe_tells_a_call_that_waits_for_the_gpu_from_a_long_launch():
+    """Bench.warm's `waits_for_gpu`: a call with a host sync inside (grouped_gemm_moe's cublas_loop reads offsets
+    back) is found, and one whose launch is merely long (a host sleep, no sync) is not: the judge sizes the hold
+    from the second and not the first (harness.judge.timing.bench.Schedule.run)."""
+    from harness.child.timing import PROBE_HOLD_MS, Bench
+    x = torch.randn(256, 256, device="cuda")
+
+    def syncs(a):
+        n = int(a.sum().item() != 0.5) + 1          # a device-to-host read: waits for the hold
+        return a * n
+
+    def slow_launch(a):
+        time.sleep(PROBE_HOLD_MS * 1.5 / 1e3)        # longer than the probe's hold, and no sync
+        return a * 2
+
+    for fn, waits in ((syncs, True), (slow_launch, False), (lambda a: a * 3, None)):
+        found = Bench(fn, lambda seed: [x.clone()], n_sets=1).warm()
+        assert found.get("waits_for_gpu") == waits, (fn, found)

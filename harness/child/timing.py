@@ -35,7 +35,9 @@ from harness.child.profiling import CallProfiler
 from harness.gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
 
 PROBE_HOLD_MS = HOLD_MIN_MS * 4    # the hold of the three probe calls every side's warm-up ends with
-WAIT_PROBE_MS = 8.0                # how much longer the hold of the second probe is (`warm`: a call that waits)
+# The second probe's hold (`warm`: a call that waits for the GPU): this much past 1.5 times the longest launch seen,
+# at most the cap (a launch that long is timed as it is).
+WAIT_PROBE_MS, WAIT_PROBE_CAP_MS = 10.0, 200.0
 
 # Every input's version counter when a call starts, correctness and timed alike: refilled in place, a timed set's
 # counter would otherwise grow with every call and tell timed calls from fuzzed ones.
@@ -57,13 +59,14 @@ def settle(inputs) -> None:
         pass
 
 
-def held_call(fn, args, hold_ms: float):
+def held_call(fn, args, hold_ms: float, started: list | None = None):
     """One call on the GPU, the way every call is run (inside the caller's profiler session): the prime, waited for
     (harness.gpu.prime: the session's first launch costs the host far more than the next, and must not eat into
     the hold), then the hold, the start event, fn(*args), the end event, the output's snapshot and the end marker,
     queued on the current stream, and the begin marker on the harness's own stream, after the start event
     (harness.gpu.begin). Nothing after the prime is waited for. Returns (out, snapshot, snapshot kernels launched,
-    start, end, host launch ms)."""
+    start, end, host launch ms). `started` (the warm-up's probe only: a query between the call's return and the end
+    event): gets whether the start event had fired, i.e. the hold had run out, by the time fn returned."""
     prime()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     hold(hold_ms)
@@ -72,6 +75,8 @@ def held_call(fn, args, hold_ms: float):
     t0 = time.perf_counter()
     out = fn(*args)
     host_ms = (time.perf_counter() - t0) * 1e3
+    if started is not None:
+        started.append(start.query())
     end.record()
     snap, snaps = snapshot(out)
     mark()
@@ -99,9 +104,11 @@ class Bench:
     def warm(self) -> dict:
         """Compilation, caches, handles: a varying number of untimed calls. Returns the probe: the median GPU
         time and the longest host launch time of three held calls, and, where that launch took half the hold or
-        more, `waits_for_gpu`: whether three calls behind a hold WAIT_PROBE_MS longer took that much longer to launch
-        (a call that syncs with the GPU, as grouped_gemm_moe's cublas_loop reads its offsets back to the host,
-        returns only after the hold has run out, however long it is)."""
+        more, `waits_for_gpu`: whether three calls behind a hold well past that launch time all returned after the
+        hold had run out (a call that syncs with the GPU, as grouped_gemm_moe's cublas_loop reads its offsets back
+        to the host, returns only then, however long the hold; comparing launch times under two holds was tried
+        first, and on an H100 the host's own jitter (cuBLAS choosing kernels for new expert sizes) hid the
+        difference in 2 of 6 shapes)."""
         for _ in range(self.rng.randint(1, 3)):
             for args in self.sets:
                 guard.poison(self.fn(*args))
@@ -109,19 +116,23 @@ class Bench:
         probe = self.batch(3, hold_ms=PROBE_HOLD_MS, keep=False)
         found = {"probe_ms": statistics.median(probe["ms"]), "host_ms": max(probe["host_ms"])}
         if found["host_ms"] >= 0.5 * PROBE_HOLD_MS:
-            # A launch as long as the hold: does the call wait for the GPU (a host sync inside it)? Then its launch
-            # time grows with the hold, and no hold can cover it (the judge then sizes the hold without it).
-            longer = self.batch(3, hold_ms=PROBE_HOLD_MS + WAIT_PROBE_MS, keep=False)
-            grew = statistics.median(longer["host_ms"]) - statistics.median(probe["host_ms"])
-            found["waits_for_gpu"] = grew >= 0.5 * WAIT_PROBE_MS
+            # A launch as long as the hold: does the call wait for the GPU (a host sync inside it)? Behind a hold
+            # well past its own launch time, a call that does not wait returns before the hold runs out; one that
+            # waits never does, however long the hold (the judge then sizes the hold without it).
+            hold_ms = min(WAIT_PROBE_CAP_MS, 1.5 * found["host_ms"] + WAIT_PROBE_MS)
+            longer = self.batch(3, hold_ms=hold_ms, keep=False, ask_started=True)
+            found["waits_for_gpu"] = all(longer["started"])
         return found
 
-    def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda", profile: bool = True) -> dict:
+    def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda", profile: bool = True,
+              ask_started: bool = False) -> dict:
         """`calls` timed calls, each in a profiler session of its own. Keeps the outputs (for spot checks) when
         asked. `profile=False` is for measuring the profiler's own effect (scripts/timing_probe.py), never used by
-        the worker."""
+        the worker. `ask_started` (the warm-up's probe): the result's `started` says, per call, whether the hold
+        had run out when the call returned (held_call)."""
         self.release()
         ms, host, flush_ms, seeds, outs, snaps, seen = [], [], [], [], [], [], []
+        started = [] if ask_started else None
         for _ in range(calls):
             k = self.rng.randrange(len(self.sets))
             seeds.append(self.refill(k))
@@ -132,7 +143,7 @@ class Bench:
             f1.record()
             torch.cuda.synchronize()
             with (CallProfiler(device) if profile else contextlib.nullcontext()) as prof:
-                out, snap, launched, start, end, host_ms = held_call(self.fn, self.sets[k], hold_ms)
+                out, snap, launched, start, end, host_ms = held_call(self.fn, self.sets[k], hold_ms, started)
                 torch.cuda.synchronize()
             seen.append(dict(prof.observed(), snaps=launched) if profile else {})
             host.append(host_ms)
@@ -153,7 +164,8 @@ class Bench:
         if not keep:
             for snap in snaps:
                 guard.poison(snap)
-        return {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "shared_outputs": shared}
+        found = {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "shared_outputs": shared}
+        return dict(found, started=started) if ask_started else found
 
     def spot(self, index: int):
         """(seed, description of the output, snapshot of the output) of call `index` of the last batch."""

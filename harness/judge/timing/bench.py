@@ -55,9 +55,10 @@ PRECISION = 0.0075
 BOOTSTRAP_PRECISION = 0.015  # and the reported (bootstrap) interval, before its systematic floor, within +-1.5%
 # A baseline whose calls wait for the GPU (a host sync inside the call: `waits_for_gpu`) is timed through its host
 # launches, whose jitter no number of rounds removes (grouped_gemm_moe's cublas_loop: its calls vary by about 35%, p90
-# over p10, on an H100, and its shapes ran the whole budget at the precision above). Its ratio is asked to within
-# these instead; its interval is still the one its rounds give, reported as it is.
-WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION = 0.03, 0.06
+# over p10, on an H100, and its shapes ran the whole budget at the precision above; at 0.03 its first shape still ran
+# all 40 rounds, to [1.167, 1.287] for 1.229). Its ratio is asked to within these instead; its interval is the one its
+# rounds give, reported as it is.
+WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION = 0.05, 0.10
 SPOTS = 2                   # at least this many spot-checked timed calls per shape (outputs judged against the oracle)
 # Each candidate batch is spot-checked with this chance (besides the SPOTS guaranteed): any batch may be, so no
 # count of spots seen tells the candidate that the rest of its timed calls go unchecked.
