@@ -14,6 +14,7 @@ import mmap
 import os
 import select
 import struct
+import sys
 import time
 
 _LEN = struct.Struct("<Q")
@@ -78,6 +79,24 @@ def _pipe_max() -> int:
             return min(int(f.read()), 1 << 20)
     except (OSError, ValueError):
         return 0
+
+
+PAGE_LOCKED_MAX = 1 << 30     # the largest blob taken into page-locked memory (more stays pageable: _page_locked_buffer)
+
+
+def _page_locked_buffer(n: int):
+    """Writable room for a blob in page-locked memory from torch's caching host allocator, where this process has
+    CUDA running (the judge on a GPU), or None. On an H100's host, copying a 235 MB output out of the area into fresh
+    pageable memory took 245 ms (page faults) and putting it on the GPU 37 ms more; into a page-locked block used
+    before, 27 ms and 5 ms. Blobs over PAGE_LOCKED_MAX stay pageable: the cache keeps what it pins."""
+    torch = sys.modules.get("torch")
+    if torch is None or not AREA_MIN <= n <= PAGE_LOCKED_MAX or not torch.cuda.is_initialized():
+        return None
+    try:
+        host = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    except RuntimeError:
+        return None
+    return memoryview(host.numpy())         # the array keeps the tensor, and its block, alive
 
 
 def _buffer(n: int):
@@ -210,7 +229,7 @@ class Area:
             area[offset:offset + raw.nbytes] = raw
 
     def take(self, offset: int, n: int):
-        buf = _buffer(n)
+        buf = _page_locked_buffer(n) or _buffer(n)
         with memoryview(buf) as dst, memoryview(self.map) as area:
             dst[:n] = area[offset:offset + n]
         return buf

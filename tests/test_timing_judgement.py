@@ -273,8 +273,9 @@ def test_timing_stops_once_the_ratio_is_precise_and_goes_on_while_it_is_not():
 
 def test_a_baseline_that_waits_for_the_gpu_is_timed_to_its_own_precision():
     """A baseline timed through its host launches (`waits_for_gpu`) jitters by batch more than PRECISION allows in
-    MAX_ROUNDS; it is asked for WAIT_PRECISION instead, and only it: the same jitter from a baseline that does not
-    wait keeps timing to MAX_ROUNDS."""
+    MAX_ROUNDS; as the only baseline it is asked for WAIT_PRECISION instead, and only it: the same jitter from a
+    baseline that does not wait keeps timing to MAX_ROUNDS. (Beside a baseline that does not wait, it holds nothing:
+    test_a_waiting_baseline_beside_another_does_not_hold_the_timing.)"""
     def jittery(waits):
         s, _ = _schedule()
         s.base.waits = waits
@@ -292,6 +293,20 @@ def test_a_baseline_that_waits_for_the_gpu_is_timed_to_its_own_precision():
         return len({r["round"] for r in s.samples["candidate"]})
     assert bench.MIN_ROUNDS <= jittery(True) < bench.MAX_ROUNDS // 2
     assert jittery(False) == bench.MAX_ROUNDS
+
+
+def test_a_waiting_baseline_beside_another_does_not_hold_the_timing():
+    s, _ = _schedule()
+    s.waits = {"cublas"}
+    cand = {"candidate": [{"round": r, "ms": [1.0] * 5} for r in range(8)]}
+    wild = [{"round": r, "ms": [2.0 * (1.3 if r % 2 else 0.7)] * 5} for r in range(8)]
+    steady = [{"round": r, "ms": [1.1] * 5} for r in range(8)]
+    s.samples = dict(cand, cublas=wild, grouped_mm=steady)
+    assert s.precise_enough(["cublas", "grouped_mm"])          # the waiting one's spread does not hold it
+    s.samples = dict(cand, cublas=steady, grouped_mm=wild)
+    assert not s.precise_enough(["cublas", "grouped_mm"])      # the other's does
+    s.samples = dict(cand, cublas=wild)
+    assert not s.precise_enough(["cublas"])                    # alone, it is asked for WAIT_PRECISION
 
 
 def test_round_ratio_halfwidth_follows_the_rounds_spread():
