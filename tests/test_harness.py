@@ -240,6 +240,23 @@ def test_a_large_blob_crosses_the_sealed_area_and_nothing_the_sender_does_there_
     judge.close()
 
 
+def test_a_judgement_s_large_outputs_come_back_through_the_worker_s_area(monkeypatch):
+    """The area end to end, on the CPU: a confined worker (Landlock and seccomp where the kernel has them) inherits
+    its sealed area, writes a 2.9 MB output there, and the judge takes it out and passes the case."""
+    from harness.judge.evaluate import Options, evaluate
+    if protocol.Area.create(1 << 20) is None:
+        pytest.skip("no sealable memfd here")
+    places = []
+    taken = protocol._from_area
+    monkeypatch.setattr(protocol, "_from_area",
+                        lambda area, where, cap: (places.append(where), taken(area, where, cap))[1])
+    problem = discover.get_problem("bmm")
+    record = evaluate(problem, discover.get_solution("bmm", "torch_bmm"),
+                      Options(device="cpu", dtypes=("float32",), case="B=5,M=384,N=384,K=1,seed=3"))
+    assert record.verdict == "pass", record.reasons
+    assert places and all(where == [0, 5 * 384 * 384 * 4] for where in places)
+
+
 def test_recv_times_out_instead_of_hanging():
     r, w = os.pipe()
     with pytest.raises(protocol.ChannelTimeout):
