@@ -273,6 +273,32 @@ def test_a_worker_past_its_share_of_the_card_is_stopped_and_only_its_own_process
         sleeper.wait()
 
 
+def test_the_shared_blob_area_s_pages_count_as_the_worker_s_memory_mapped_or_not(tmp_path):
+    """harness.protocol.Area: pages the worker writes there stay in memory after it unmaps them (the judge holds
+    the file), where no resident set shows them; the watchdog counts them whole."""
+    from harness import protocol
+    from harness.judge.process import watchdog
+    area = protocol.Area.create(64 << 20)
+    if area is None:
+        pytest.skip("no sealable memfd here")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        bounds = watchdog.Bounds(ram_bytes=256 << 20)
+        dog = watchdog.Watchdog(sleeper.pid, str(tmp_path), bounds, lambda: [], area_fd=area.fd)
+        dog.stop()
+        assert dog.area_bytes() == 0 and dog.look(disk=False) is None
+        worker = protocol.Area.attach(os.dup(area.fd))
+        worker.put(0, b"\1" * (48 << 20))
+        worker.close()                          # written, then unmapped and closed: only the judge's file holds it
+        assert dog.area_bytes() >= 48 << 20
+        bounds.ram_bytes = 32 << 20             # the sleeper alone is far under 32 MiB; with the area it is over
+        assert "host memory limit" in (dog.look(disk=False) or "")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        area.close()
+
+
 def test_the_gpu_bound_is_the_share_or_what_timing_needs_plus_a_context(monkeypatch):
     from harness.judge.process import watchdog
     monkeypatch.delenv("GAUNTLET_WORKER_GPU_GIB", raising=False)

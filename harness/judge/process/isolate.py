@@ -147,7 +147,8 @@ class Child:
         only the harness's own start-up (no candidate code, no GPU) until then."""
         if self.watchdog is None:
             bounds, card = worker_bounds(*self._watch_args, self.device)
-            self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds, self._escaped_cheap, gpu=card)
+            self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds, self._escaped_cheap, gpu=card,
+                                     area_fd=self.area.fd if self.area else None)
 
     def release(self) -> None:
         """Let a gated worker go on to the GPU (and, a candidate's, to its import) without waiting for it: the
@@ -303,8 +304,7 @@ class Child:
             except OSError:
                 pass
         self.req_w = self.resp_r = -1
-        if self.area:
-            self.area.close()
+        self.area and self.area.close()
         pids.LIVE.discard(self.proc.pid)
         if self.compiled:                 # the worker's whole tree is dead: nothing writes its scratch any more
             cache.harvest_compiled(self.compiled, self.tmp.name)

@@ -214,8 +214,12 @@ def worker_bounds(bounds: Bounds | None, problem, device: str) -> tuple[Bounds, 
 class Watchdog:
     """Started once a worker runs; `tripped` holds the first bound passed (then the tree has been killed)."""
 
-    def __init__(self, pid: int, scratch: str, bounds: Bounds, escaped, gpu: CardMemory | None = None):
+    def __init__(self, pid: int, scratch: str, bounds: Bounds, escaped, gpu: CardMemory | None = None,
+                 area_fd: int | None = None):
+        """`area_fd`: the worker's shared blob area (harness.protocol.Area), whose written pages count as the
+        worker's host memory (`area_bytes`)."""
         self.pid, self.scratch, self.bounds, self.escaped, self.gpu = pid, scratch, bounds, escaped, gpu
+        self.area_fd = area_fd
         self.tripped: str | None = None
         self.peak = {"ram_gib": 0.0, "gpu_gib": 0.0, "processes": 0, "threads": 0}
         self._stop = threading.Event()
@@ -262,10 +266,13 @@ class Watchdog:
             if used > b.gpu_bytes:
                 return (f"GPU memory limit: the worker's processes held {used / GIB:.1f} GiB of the card "
                         f"(limit {b.gpu_bytes / GIB:.1f} GiB: its share of a card shared by the judges on it)")
-        if rss > b.ram_bytes:
+        area = self.area_bytes()
+        if rss + area > b.ram_bytes:
             # Resident sets count the pages forked processes share once per process: only the proportional sum
-            # (PSS, dearer to read) decides.
-            pss = sum(_pss(pid) for pid in pids)
+            # (PSS, dearer to read) decides, plus the area's pages (which PSS halves where the judge has read
+            # them, and misses where the worker has unmapped them): counted in full, an over-count of at most
+            # half the area, where a worker could otherwise keep up to its size unseen.
+            pss = sum(_pss(pid) for pid in pids) + area
             if pss > b.ram_bytes:
                 return (f"host memory limit: the worker's processes held {pss / GIB:.1f} GiB "
                         f"(limit {b.ram_bytes / GIB:.1f} GiB)")
@@ -275,6 +282,15 @@ class Watchdog:
                 return (f"disk limit: {used / GIB:.1f} GiB in {entries} entries under its scratch dir "
                         f"(limit {b.disk_bytes / GIB:.1f} GiB, {b.disk_entries} entries)")
         return None
+
+    def area_bytes(self) -> int:
+        """The bytes of the worker's shared blob area that are in memory (written, not punched out)."""
+        if self.area_fd is None:
+            return 0
+        try:
+            return os.fstat(self.area_fd).st_blocks * 512
+        except OSError:
+            return 0
 
     def kill(self) -> None:
         for pid in tree(self.pid, self.escaped()):
