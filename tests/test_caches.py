@@ -188,6 +188,31 @@ def test_verify_uses_its_cache_and_still_verifies(cache, monkeypatch):
     assert len(hashed) < first["files_checked"] // 10
 
 
+def test_a_package_file_that_no_longer_matches_its_record_is_named(tmp_path, monkeypatch):
+    """environment._record reads RECORD with csv (hashed .py and .pth entries only, quoted paths too), and
+    _check_dist names a file whose bytes changed since its wheel was installed."""
+    import base64
+    import hashlib
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "a.py").write_text("x = 1\n")
+    (site / "pkg" / "b,c.py").write_text("y = 2\n")
+    good = base64.urlsafe_b64encode(hashlib.sha256(b"x = 1\n").digest()).rstrip(b"=").decode()
+    record = (f"pkg/a.py,sha256={good},6\n\"pkg/b,c.py\",sha256={good},6\npkg/lib.so,sha256=abc,9\n"
+              "pkg-1.0.dist-info/RECORD,,\n")
+
+    class Dist:
+        def read_text(self, name):
+            return record if name == "RECORD" else None
+
+        def locate_file(self, path):
+            return site / path
+    assert environment._record(Dist()) == [("pkg/a.py", "sha256", good), ("pkg/b,c.py", "sha256", good)]
+    monkeypatch.setattr(environment.md, "distribution", lambda name: Dist())
+    checked, modified = environment._check_dist("pkg", {})
+    assert checked == 2 and modified == ["pkg: pkg/b,c.py"]          # its bytes are not what RECORD says
+
+
 def test_the_idle_flush_time_is_kept_per_card_and_stands_in_for_one_measured_beside_a_candidate(cache, monkeypatch):
     from harness.judge.timing import timed
     monkeypatch.setattr(peaks, "_card_key", lambda device: "H100|GPU-1|driver 13000|torch x|cuda 13.0")
