@@ -81,7 +81,7 @@ def _pipe_max() -> int:
         return 0
 
 
-PAGE_LOCKED_MAX = 1 << 30     # the largest blob taken into page-locked memory (more stays pageable: _page_locked_buffer)
+PAGE_LOCKED_MAX = 1 << 30     # the largest blob taken into page-locked memory (_page_locked_buffer)
 
 
 def _page_locked_buffer(n: int):

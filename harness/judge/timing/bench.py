@@ -194,10 +194,10 @@ class Schedule:
 
     def precise_enough(self, baselines: list[str]) -> bool:
         """Whether every baseline's speedup (every one whose calls do not wait for the GPU, where there is one) is
-        known to within PRECISION (scoring.round_ratio_halfwidth; WAIT_PRECISION for one that waits), and the figure the record reports (the ratio of the
-        pooled medians) agrees with the rounds' centre to within it as well: on an H100 whose first minutes were
-        disturbed, the rounds' centre settled after 9 rounds while the pooled ratio, pulled by a third of the
-        baseline's calls running slow, read 1.16 for a 0.96 kernel."""
+        known to within PRECISION (scoring.round_ratio_halfwidth; WAIT_PRECISION for one that waits), and the
+        figure the record reports (the ratio of the pooled medians) agrees with the rounds' centre to within it as
+        well: on an H100 whose first minutes were disturbed, the rounds' centre settled after 9 rounds while the
+        pooled ratio, pulled by a third of the baseline's calls running slow, read 1.16 for a 0.96 kernel."""
         cand = {r["round"]: r["ms"] for r in self.samples.get("candidate", [])}
         for label in [b for b in baselines if b not in self.waits] or baselines:
             base = {r["round"]: r["ms"] for r in self.samples.get(label, [])}
