@@ -92,11 +92,8 @@ def _page_locked_buffer(n: int):
     torch = sys.modules.get("torch")
     if torch is None or not AREA_MIN <= n <= PAGE_LOCKED_MAX or not torch.cuda.is_initialized():
         return None
-    try:
-        host = torch.empty(n, dtype=torch.uint8, pin_memory=True)
-    except RuntimeError:
-        return None
-    return memoryview(host.numpy())         # the array keeps the tensor, and its block, alive
+    host = _page_locked((n,), torch.uint8)
+    return None if host is None else memoryview(host.numpy())   # the array keeps the tensor, and its block, alive
 
 
 def _buffer(n: int):
@@ -265,13 +262,19 @@ def tensor_to_wire(t) -> tuple[dict, bytes]:
 
 def _page_locked_copy(t):
     """`t` copied into a page-locked host tensor (synchronously), or None where page-locked memory is refused."""
+    host = _page_locked(t.shape, t.dtype)
+    if host is not None:
+        host.copy_(t.detach())
+    return host
+
+
+def _page_locked(shape, dtype):
+    """An empty page-locked host tensor from torch's caching host allocator, or None where it is refused."""
     import torch
     try:
-        host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+        return torch.empty(shape, dtype=dtype, pin_memory=True)
     except RuntimeError:
         return None
-    host.copy_(t.detach())
-    return host
 
 
 def tensor_from_wire(meta: dict, blob: bytes):

@@ -253,7 +253,7 @@ class Session:
                 try:
                     bench = Bench(fn, make, sets)
                     sets = bench.sets                     # one pool of input sets per worker, shared by its sides
-                    probe = bench.warm()
+                    probe = bench.warm(probe_waits=self.role == "baseline")
                 except Exception as exc:  # noqa: BLE001 - a baseline this GPU or torch lacks is dropped, with why
                     if self.role == "candidate":
                         raise
