@@ -28,7 +28,7 @@ CONFINED = not sandbox.missing()
 needs_sandbox = pytest.mark.skipif(not CONFINED, reason=f"this kernel cannot confine: {sandbox.missing()}")
 
 # tests/bad fixtures judged here (with their own limits) rather than by test_bad_solutions' table.
-FIXTURES = {"balloons_host_memory", "fork_bomb", "opens_many_descriptors", "fills_scratch_disk",
+FIXTURES = {"balloons_host_memory", "hoards_host_memory_in_a_memfd", "fork_bomb", "opens_many_descriptors", "fills_scratch_disk",
             "sleeps_under_the_call_limit", "kills_the_baseline_worker"}
 
 
@@ -57,6 +57,9 @@ def test_the_escape_probe_can_fail():
     assert record.verdict == "error" and record.reasons[0]["code"] == "import_error"
     detail = record.reasons[0]["detail"]
     assert "create a file in /dev/shm" in detail and "connect a UNIX stream socket" in detail
+    for ipc in ("System V shared memory", "System V semaphore set", "System V message queue", "POSIX message queue",
+                "make itself undumpable"):
+        assert ipc in detail
     assert not list(Path("/dev/shm").glob("gauntlet-escape-probe-*"))       # each attempt was undone
 
 
@@ -87,6 +90,7 @@ def test_a_pth_file_cannot_be_planted():
 
 @pytest.mark.parametrize("name, env, kw, words", [
     ("balloons_host_memory", {"GAUNTLET_WORKER_RAM_GIB": "1.5"}, {}, "host memory limit"),
+    ("hoards_host_memory_in_a_memfd", {"GAUNTLET_WORKER_RAM_GIB": "1.5"}, {}, "host memory limit"),
     ("fork_bomb", {}, {}, "process limit"),
     ("opens_many_descriptors", {}, {}, "Too many open files"),
     ("fills_scratch_disk", {"GAUNTLET_WORKER_DISK_GIB": "0.1"}, {}, "disk limit"),
@@ -296,6 +300,52 @@ def test_the_shared_blob_area_s_pages_count_as_the_worker_s_memory_mapped_or_not
     finally:
         sleeper.kill()
         sleeper.wait()
+        area.close()
+
+
+HOLDER = """
+import os, sys, time
+fd = os.memfd_create("hoard")
+os.write(fd, b"\\1" * (48 << 20))                  # written through the descriptor: in no mapping, no resident set
+path = os.path.join(sys.argv[1], "gone")
+disk = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+os.write(disk, b"\\1" * (40 << 20))
+os.fsync(disk)
+os.unlink(path)                                    # in no walk of the scratch dir
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_memfds_and_unlinked_files_held_open_count_and_the_area_only_once(tmp_path):
+    """A memfd written and never mapped holds shared memory no resident set shows, and an unlinked scratch file
+    holds disk no walk of the scratch dir finds: the watchdog reads both from the worker's fd folder
+    (harness.judge.sandbox.usage). The judge's area, which the worker also holds, is counted once."""
+    from harness import protocol
+    from harness.judge.process import watchdog
+    area = protocol.Area.create(64 << 20)
+    if area is None:
+        pytest.skip("no sealable memfd here")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], stdout=subprocess.PIPE,
+                              pass_fds=(area.fd,))
+    try:
+        assert holder.stdout.readline().strip() == b"ready"
+        writer = protocol.Area.attach(os.dup(area.fd))
+        writer.put(0, b"\1" * (24 << 20))
+        writer.close()
+        bounds = watchdog.Bounds(ram_bytes=160 << 20, disk_bytes=64 << 20)
+        dog = watchdog.Watchdog(holder.pid, str(tmp_path), bounds, lambda: [], area_fd=area.fd)
+        dog.stop()
+        assert dog.look(disk=True) is None, dog.held     # 24 MiB of area + 48 of memfd + the interpreter: under
+        assert dog.held[0] >= 48 << 20 and dog.held[0] < 72 << 20 and dog.held[1] >= 40 << 20
+        bounds.ram_bytes = 64 << 20
+        assert "host memory limit" in (dog.look(disk=True) or "")
+        bounds.ram_bytes, bounds.disk_bytes = 1 << 40, 32 << 20
+        why = dog.look(disk=True) or ""
+        assert why.startswith("disk limit") and "unlinked files it holds open" in why
+    finally:
+        holder.kill()
+        holder.wait()
         area.close()
 
 

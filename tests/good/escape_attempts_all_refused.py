@@ -8,7 +8,10 @@ listing what worked, if any of them did:
   /dev/shm, the system temp dir, the checkout;
 - sockets: a connection to a named UNIX socket (a same-user spawner's: tmux, systemd-run's bus), a datagram to
   one, and every family but UNIX (the network, netlink, raw packets);
-- new namespaces (unshare) and a ptrace-class syscall (process_vm_readv on the judge).
+- new namespaces (unshare) and a ptrace-class syscall (process_vm_readv on the judge);
+- System V shared memory, semaphores and message queues, and POSIX message queues: objects of the host's IPC
+  namespace that outlive the worker (host memory no bound counts; a channel to a later candidate);
+- making itself undumpable (prctl PR_SET_DUMPABLE 0), which hides its memory figures from a judge not run as root.
 Each attempt is reverted at once where it succeeds (a created file is removed, a descriptor closed), so a failing
 run of this file damages nothing. solve itself is honest. Expected: pass."""
 import ctypes
@@ -97,6 +100,39 @@ if os.uname().machine == "x86_64":
     _buf = ctypes.create_string_buffer(8)
     _iov = (ctypes.c_void_p * 2)(ctypes.addressof(_buf), 8)
     _try("process_vm_readv on the judge", lambda: _syscall_or_raise(310, _pp, _iov, 1, _iov, 1, 0))
+
+
+def _libc_or_raise(name, *args):
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, name)
+    result = fn(*args)
+    if result == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return result
+
+
+_IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
+_try("create System V shared memory", lambda: _libc_or_raise(
+    "shmctl", _libc_or_raise("shmget", _IPC_PRIVATE, ctypes.c_size_t(1 << 20), _IPC_CREAT | 0o600), _IPC_RMID, None))
+_try("create a System V semaphore set", lambda: _libc_or_raise(
+    "semctl", _libc_or_raise("semget", _IPC_PRIVATE, 1, _IPC_CREAT | 0o600), 0, _IPC_RMID))
+_try("create a System V message queue", lambda: _libc_or_raise(
+    "msgctl", _libc_or_raise("msgget", _IPC_PRIVATE, _IPC_CREAT | 0o600), _IPC_RMID, None))
+_try("create a POSIX message queue", lambda: (
+    os.close(_libc_or_raise("mq_open", f"/{_tag}".encode(), os.O_CREAT | os.O_RDWR, 0o600, None)),
+    _libc_or_raise("mq_unlink", f"/{_tag}".encode())))
+
+
+def _undumpable_and_back():
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    libc.prctl(4, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+
+
+_try("make itself undumpable", _undumpable_and_back)
 if _worked:
     raise ImportError("the worker is not confined; these worked: " + "; ".join(_worked))
 

@@ -101,7 +101,7 @@ def harvest_compiled(key: str, home: str) -> int:
     """Keep the entries a dead worker's compilers left in `home` that `key`'s folder lacks; the number kept. An
     entry is a file, or a folder of files, at the top of a compiler's folder (both compilers name them by a hash
     of what they compiled); links, special files, deeper folders and oversized entries are left behind."""
-    from harness.judge.process.watchdog import scratch_usage
+    from harness.judge.sandbox.usage import scratch_usage
     folder = cache_root() / COMPILED / key
     kept, total = 0, scratch_usage(str(folder), 1 << 30)[0]     # what the file's entries take on disk already
     for sub in COMPILER_DIRS.values():

@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.judge.sandbox.usage import held, pss, rss_threads, scratch_usage
+
 if TYPE_CHECKING:                  # harness.gpu imports torch: only the GPU bound needs it, when asked for
     from harness.gpu import CardMemory
 
@@ -133,42 +135,6 @@ def tree(root: int, extra: list[int] = ()) -> list[int]:
     return seen
 
 
-def _rss_threads(pid: int) -> tuple[int, int]:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return int(fields[21]) * os.sysconf("SC_PAGE_SIZE"), int(fields[17])
-    except (OSError, ValueError, IndexError):
-        return 0, 0
-
-
-def _pss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def scratch_usage(folder: str, max_entries: int) -> tuple[int, int]:
-    """(bytes, entries) under `folder`, counting stops past max_entries."""
-    total = entries = 0
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in filenames:
-            entries += 1
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                pass
-            if entries > max_entries:
-                return total, entries
-        entries += len(dirnames)
-    return total, entries
-
-
 TIMING_SETS, TIMING_OUTPUTS = 4, 7     # harness.child.timing.Bench: 3 input sets and a refill's; a batch's outputs
 CONTEXT_SLACK = 2 * GIB               # the worker's CUDA context, cuBLAS and Triton workspaces, allocator rounding
 
@@ -220,6 +186,7 @@ class Watchdog:
         worker's host memory (`area_bytes`)."""
         self.pid, self.scratch, self.bounds, self.escaped, self.gpu = pid, scratch, bounds, escaped, gpu
         self.area_fd = area_fd
+        self.held = (0, 0)          # (memfd bytes, unlinked-file bytes) held open, refreshed at the disk pace
         self.tripped: str | None = None
         self.peak = {"ram_gib": 0.0, "gpu_gib": 0.0, "processes": 0, "threads": 0}
         self._stop = threading.Event()
@@ -248,9 +215,15 @@ class Watchdog:
     def look(self, disk: bool = True) -> str | None:
         pids = tree(self.pid, self.escaped())
         rss = threads = 0
+        rss_of = {}
         for pid in pids:
-            r, t = _rss_threads(pid)
-            rss, threads = rss + r, threads + t
+            r, t = rss_threads(pid)
+            rss, threads, rss_of[pid] = rss + r, threads + t, r
+        if disk:
+            try:
+                self.held = held(pids, self.area_key())
+            except PermissionError:
+                return "host memory limit: the worker's open files could not be read (it hid them from the judge)"
         self.peak["ram_gib"] = max(self.peak["ram_gib"], round(rss / GIB, 2))
         self.peak["processes"] = max(self.peak["processes"], len(pids) - 1)
         self.peak["threads"] = max(self.peak["threads"], threads)
@@ -266,22 +239,34 @@ class Watchdog:
             if used > b.gpu_bytes:
                 return (f"GPU memory limit: the worker's processes held {used / GIB:.1f} GiB of the card "
                         f"(limit {b.gpu_bytes / GIB:.1f} GiB: its share of a card shared by the judges on it)")
-        area = self.area_bytes()
+        area = self.area_bytes() + self.held[0]
         if rss + area > b.ram_bytes:
             # Resident sets count the pages forked processes share once per process: only the proportional sum
             # (PSS, dearer to read) decides, plus the area's pages (which PSS halves where the judge has read
             # them, and misses where the worker has unmapped them): counted in full, an over-count of at most
-            # half the area, where a worker could otherwise keep up to its size unseen.
-            pss = sum(_pss(pid) for pid in pids) + area
-            if pss > b.ram_bytes:
-                return (f"host memory limit: the worker's processes held {pss / GIB:.1f} GiB "
+            # half the area, where a worker could otherwise keep up to its size unseen. Memfds held open count in
+            # full too (harness.judge.sandbox.usage), mapped or not.
+            total = sum(pss(pid, rss_of[pid]) for pid in pids) + area
+            if total > b.ram_bytes:
+                return (f"host memory limit: the worker's processes held {total / GIB:.1f} GiB "
                         f"(limit {b.ram_bytes / GIB:.1f} GiB)")
         if disk:
             used, entries = scratch_usage(self.scratch, b.disk_entries)
+            used += self.held[1]
             if used > b.disk_bytes or entries > b.disk_entries:
-                return (f"disk limit: {used / GIB:.1f} GiB in {entries} entries under its scratch dir "
-                        f"(limit {b.disk_bytes / GIB:.1f} GiB, {b.disk_entries} entries)")
+                return (f"disk limit: {used / GIB:.1f} GiB in its scratch dir ({entries} entries) and the unlinked "
+                        f"files it holds open (limit {b.disk_bytes / GIB:.1f} GiB, {b.disk_entries} entries)")
         return None
+
+    def area_key(self) -> set:
+        """The area's (device, inode), counted by area_bytes and not again by held."""
+        if self.area_fd is None:
+            return set()
+        try:
+            st = os.fstat(self.area_fd)
+        except OSError:
+            return set()
+        return {(st.st_dev, st.st_ino)}
 
     def area_bytes(self) -> int:
         """The bytes of the worker's shared blob area that are in memory (written, not punched out)."""

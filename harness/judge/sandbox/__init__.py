@@ -9,9 +9,11 @@ without all of it; `off` keeps only the resource bounds):
   any process outside its domain (/proc/PID/mem, /proc/PID/fd of the judge or the other worker); no signals to them
   and no abstract UNIX sockets outside it (ABI 6); no TCP (ABI 4).
 - seccomp (harness.judge.sandbox.seccomp): no connection to any socket, no socket but UNIX ones, no io_uring, no namespaces or mounts, no other
-  process's memory, no terminal injection.
+  process's memory, no terminal injection, no System V IPC or POSIX message queues (objects that outlive the
+  worker), no making itself undumpable (which would hide its /proc figures from the watchdog).
 - capabilities dropped for good, no_new_privs, resource limits (harness.judge.sandbox.limits), and the judge's
-  watchdog (harness.judge.process.watchdog) on host memory, processes, threads, scratch disk and total time.
+  watchdog (harness.judge.process.watchdog, reading harness.judge.sandbox.usage) on host memory, processes,
+  threads, scratch disk and total time.
 
 May import: the shared harness modules only (a leaf of the judge).
 """

@@ -14,7 +14,15 @@ filter refuses (with an errno, so a library that merely probes carries on):
   process_madvise), perf events, bpf, userfaultfd, keyrings;
 - new namespaces (unshare, setns, clone with a CLONE_NEW* flag; clone3, whose flags a filter cannot read, answers
   ENOSYS so the C library falls back to clone), mounts, chroot, module and kexec loading;
-- TIOCSTI / TIOCLINUX ioctls (typing into a terminal another process reads).
+- TIOCSTI / TIOCLINUX ioctls (typing into a terminal another process reads);
+- prctl(PR_SET_DUMPABLE): a worker that made itself undumpable would hide its /proc/PID/smaps_rollup and fd
+  folder from a judge without CAP_SYS_PTRACE (any judge not run as root), so from the watchdog's memory count;
+- System V IPC (shared memory, semaphores, message queues) and POSIX message queues. Their objects belong to the
+  host's IPC namespace, not to the worker: a segment or queue outlives the worker that made it (host memory no
+  bound counts, up to shmmax, left behind for later judgements and their baselines) and is a channel to any other
+  process of the user, a later candidate among them. Found on the CPU machine, confined: a candidate's
+  `shmget(IPC_PRIVATE, ...)` segment was still listed in /proc/sysvipc/shm after its judgement. Neither CUDA,
+  torch nor Triton uses them (POSIX shared memory is a file under /dev/shm, which Landlock already refuses).
 
 A classic BPF program built here, in the judge, and installed in the forked child right before exec
 (harness.judge.sandbox.Confinement.preexec), so it binds the worker's interpreter from its first instruction and
@@ -34,6 +42,7 @@ OFF_NR, OFF_ARCH = 0, 4
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 CLONE_NEW = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+PR_SET_DUMPABLE = 4
 
 ARCHES = {
     "x86_64": (0xC000003E, {
@@ -43,7 +52,9 @@ ARCHES = {
         "request_key": 249, "userfaultfd": 323, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
         "unshare": 272, "setns": 308, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
         "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304, "open_tree": 428, "move_mount": 429,
-        "fsopen": 430, "fsmount": 432, "clone3": 435, "clone": 56, "ioctl": 16}),
+        "fsopen": 430, "fsmount": 432, "clone3": 435, "clone": 56, "ioctl": 16, "prctl": 157,
+        "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220,
+        "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240, "mq_unlink": 241}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438,
         "process_madvise": 440, "socket": 198, "connect": 203, "sendto": 206, "io_uring_setup": 425, "io_uring_enter": 426,
@@ -51,9 +62,12 @@ ARCHES = {
         "request_key": 218, "userfaultfd": 282, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
         "unshare": 97, "setns": 268, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
         "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265, "open_tree": 428, "move_mount": 429,
-        "fsopen": 430, "fsmount": 432, "clone3": 435, "clone": 220, "ioctl": 29}),
+        "fsopen": 430, "fsmount": 432, "clone3": 435, "clone": 220, "ioctl": 29, "prctl": 167,
+        "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193, "semctl": 191, "semtimedop": 192,
+        "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187, "mq_open": 180,
+        "mq_unlink": 181}),
 }
-SPECIAL = {"clone", "ioctl", "clone3", "socket", "connect", "sendto", "io_uring_setup", "io_uring_enter",
+SPECIAL = {"clone", "ioctl", "prctl", "clone3", "socket", "connect", "sendto", "io_uring_setup", "io_uring_enter",
            "io_uring_register"}
 AF_UNIX = 1
 # CUDA's start-up needs a UNIX socket of its own (measured on an H100: cudaGetDeviceCount fails with error 304 when
@@ -80,7 +94,7 @@ def supported() -> bool:
 
 def denied() -> list[str]:
     """The calls refused outright (for the record)."""
-    return sorted(n for n in ARCHES.get(platform.machine(), (0, {}))[1] if n not in ("clone", "ioctl"))
+    return sorted(n for n in ARCHES.get(platform.machine(), (0, {}))[1] if n not in ("clone", "ioctl", "prctl"))
 
 
 def _errno(code: int) -> int:
@@ -92,7 +106,7 @@ def program(machine: str | None = None, allow: frozenset = frozenset(), socket_d
     address families socket() may still create."""
     machine = machine or platform.machine()
     arch, nrs = ARCHES[machine]
-    nrs = {k: v for k, v in nrs.items() if k not in allow or k in ("clone", "ioctl")}
+    nrs = {k: v for k, v in nrs.items() if k not in allow or k in ("clone", "ioctl", "prctl")}
     code: list = []            # (op, jt, jf, k) with jt/jf as labels or ints; resolved below
 
     def emit(op, k=0, jt=0, jf=0):
@@ -108,6 +122,8 @@ def program(machine: str | None = None, allow: frozenset = frozenset(), socket_d
         emit(JEQ_K, nrs["clone"], "clone", 0)
     if "ioctl" not in allow:
         emit(JEQ_K, nrs["ioctl"], "ioctl", 0)
+    if "prctl" not in allow:
+        emit(JEQ_K, nrs["prctl"], "prctl", 0)
     for name in ("clone3", "io_uring_setup", "io_uring_enter", "io_uring_register"):
         if name in nrs:
             emit(JEQ_K, nrs[name], "enosys", 0)
@@ -131,6 +147,9 @@ def program(machine: str | None = None, allow: frozenset = frozenset(), socket_d
     emit(JEQ_K, TIOCSTI, "eperm", 0)
     emit(JEQ_K, TIOCLINUX, "eperm", 0)
     emit(RET_K, RET_ALLOW)
+    labels["prctl"] = len(code)
+    emit(LD_W_ABS, 16)                     # args[0]: the option
+    emit(JEQ_K, PR_SET_DUMPABLE, "eperm", "allow")
     labels["sendto"] = len(code)
     emit(LD_W_ABS, 16 + 8 * 4)             # args[4]: dest_addr; a datagram to a named socket is a connect too
     emit(JEQ_K, 0, 0, "eacces")
