@@ -28,31 +28,17 @@ The profiler names them exactly so; the parent tells them from a candidate's ker
 from __future__ import annotations
 
 import ctypes
-import functools
-import os
 import statistics
 
 import torch
+
+from harness.cards import CardMemory, judges_per_gpu  # noqa: F401 - re-exported: the worker and tests use them here
 
 HOLD_MS = 1.0               # the hold before every call on the GPU, correctness and timed, candidate and baseline
 HOLD_MIN_MS = HOLD_MS
 HOLD_KERNEL, BEGIN_KERNEL = "gauntlet_hold", "gauntlet_begin"
 MARK_KERNEL, SNAP_KERNEL = "gauntlet_mark", "gauntlet_snap"
 PRIME_KERNEL = "gauntlet_prime"
-
-
-def judges_per_gpu() -> int:
-    """GAUNTLET_JUDGES_PER_GPU: how many judges share this GPU (default 1). ValueError when it is not a positive
-    integer. Read by the judge (memory share: harness.judge.values.memory) and by the worker at start-up (how long a
-    time-sliced sync may take: harness.child.worker)."""
-    raw = os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ValueError(f"GAUNTLET_JUDGES_PER_GPU must be a positive integer, got {raw!r}")
-    return value
 
 
 class Flusher:
@@ -336,71 +322,3 @@ def held_ms(fn, flush: Flusher, n: int = 5, hold_ms: float = HOLD_MIN_MS, stat=s
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
     return stat(times)
-
-
-# GPU memory per process, as the driver accounts it (harness.judge.process.watchdog bounds a worker's by it).
-class _ProcessInfo(ctypes.Structure):
-    _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong), ("gpu_instance", ctypes.c_uint),
-                ("compute_instance", ctypes.c_uint)]
-
-
-class _Memory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
-
-
-class CardMemory:
-    """GPU memory per process on one card, from NVML (libnvidia-ml, the driver's; through ctypes, so no package is
-    needed). `open(uuid)` is None where it cannot be read."""
-    NOT_AVAILABLE = (1 << 64) - 1
-
-    def __init__(self, lib, handle):
-        self.lib, self.handle = lib, handle
-
-    @classmethod
-    def current(cls) -> "CardMemory | None":
-        """The card torch's current device is, or None (no CUDA, no NVML)."""
-        try:
-            import torch
-            return cls.open(str(torch.cuda.get_device_properties(torch.cuda.current_device()).uuid))
-        except Exception:  # noqa: BLE001 - no readable card: no GPU bound (recorded as such)
-            return None
-
-    @classmethod
-    @functools.lru_cache(maxsize=None)
-    def open(cls, uuid: str | None) -> "CardMemory | None":
-        if not uuid:
-            return None
-        try:
-            lib = ctypes.CDLL("libnvidia-ml.so.1")
-            if lib.nvmlInit_v2() != 0:
-                return None
-            handle = ctypes.c_void_p()
-            name = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
-            if lib.nvmlDeviceGetHandleByUUID(name.encode(), ctypes.byref(handle)) != 0:
-                return None
-            watch = cls(lib, handle)
-            return watch if watch.used_by() is not None else None
-        except (OSError, AttributeError):
-            return None
-
-    def total(self) -> int:
-        mem = _Memory()
-        return mem.total if self.lib.nvmlDeviceGetMemoryInfo(self.handle, ctypes.byref(mem)) == 0 else 0
-
-    def used_by(self) -> dict[int, int] | None:
-        """{pid: bytes} of the compute processes on the card (a figure NVML cannot give counts 0); None on error."""
-        count = ctypes.c_uint(64)
-        for _ in range(3):
-            infos = (_ProcessInfo * count.value)()
-            want = ctypes.c_uint(count.value)
-            rc = self.lib.nvmlDeviceGetComputeRunningProcesses_v3(self.handle, ctypes.byref(want), infos)
-            if rc == 0:
-                return {i.pid: (0 if i.used == self.NOT_AVAILABLE else int(i.used)) for i in infos[:want.value]}
-            if rc != 7:                      # NVML_ERROR_INSUFFICIENT_SIZE: `want` says how many; anything else fails
-                return None
-            count = ctypes.c_uint(want.value + 16)
-        return None
-
-    def share_bytes(self, judges: int) -> int:
-        """One worker's share: the card's memory over the judges sharing it."""
-        return self.total() // max(1, judges)

@@ -69,6 +69,11 @@ class Session:
         """The start-up that touches neither the GPU nor candidate code: imports, the problem, the baselines. None
         when it went well, else the failed hello."""
         import torch  # noqa: F401 - import torch before the candidate so its patches are visible as changes
+        # torch's profiler imports torch._inductor on its first start (profile.prepare_trace); a second of pure
+        # imports, no GPU and no thread. Here it runs before a gated worker's go, beside the judge's own start-up,
+        # instead of after it (measured on an H100: the profiler's first start took 1.0 to 1.4 s of each worker's
+        # start after its go).
+        import torch._inductor.config  # noqa: F401
 
         from harness import backends
         from harness.child import guard

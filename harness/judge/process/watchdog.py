@@ -26,12 +26,9 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from harness.cards import CardMemory, judges_per_gpu
 from harness.judge.sandbox.usage import held, pss, rss_threads, scratch_usage
-
-if TYPE_CHECKING:                  # harness.gpu imports torch: only the GPU bound needs it, when asked for
-    from harness.gpu import CardMemory
 
 POLL_S = 0.1
 DISK_EVERY_S = 1.0
@@ -50,11 +47,10 @@ def _mem_total() -> int:
 
 
 def _judges() -> int:
-    """GAUNTLET_JUDGES_PER_GPU (harness.gpu's parser; imported here, not at the top: it imports torch), 1 where it
-    is malformed: a usage error said before any judging (harness.cli.options), not the watchdog's to raise."""
-    from harness import gpu
+    """GAUNTLET_JUDGES_PER_GPU (harness.cards' parser), 1 where it is malformed: a usage error said before any
+    judging (harness.cli.options), not the watchdog's to raise."""
     try:
-        return gpu.judges_per_gpu()
+        return judges_per_gpu()
     except ValueError:
         return 1
 
@@ -170,8 +166,7 @@ def worker_bounds(bounds: Bounds | None, problem, device: str) -> tuple[Bounds, 
     bounds = dataclasses.replace(bounds) if bounds is not None else Bounds()
     if device != "cuda":
         return bounds, None
-    from harness import gpu
-    card = gpu.CardMemory.current()
+    card = CardMemory.current()
     if card is not None and not bounds.gpu_bytes:
         bounds.gpu_bytes = gpu_bound(card, problem, _judges())
     return bounds, card
