@@ -349,6 +349,24 @@ def test_memfds_and_unlinked_files_held_open_count_and_the_area_only_once(tmp_pa
         area.close()
 
 
+def test_a_watch_that_keeps_failing_stops_the_worker_instead_of_leaving_it_unbounded(tmp_path, monkeypatch):
+    """The watch must not take the judge down, nor fail open: an exception in every look (as a shadowed name once
+    raised, silently, in each one) stops the worker within about a second, naming the harness."""
+    from harness.judge.process import watchdog
+
+    def broken(self, disk=True):
+        raise RuntimeError("a bug in the watch")
+    monkeypatch.setattr(watchdog.Watchdog, "look", broken)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dog = watchdog.Watchdog(sleeper.pid, str(tmp_path), watchdog.Bounds(), lambda: [])
+        assert sleeper.wait(timeout=10) == -9
+        assert "a harness error, not the candidate's" in dog.tripped and "a bug in the watch" in dog.tripped
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_the_gpu_bound_is_the_share_or_what_timing_needs_plus_a_context(monkeypatch):
     from harness.judge.process import watchdog
     monkeypatch.delenv("GAUNTLET_WORKER_GPU_GIB", raising=False)

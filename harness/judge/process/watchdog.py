@@ -31,6 +31,7 @@ from harness.cards import CardMemory, judges_per_gpu
 from harness.judge.sandbox.usage import held, pss, rss_threads, scratch_usage
 
 POLL_S = 0.1
+FAILED_LOOKS = 10          # looks failing in a row (a second at POLL_S) before the worker is stopped, unwatched
 DISK_EVERY_S = 1.0
 GIB = 1 << 30
 
@@ -194,12 +195,18 @@ class Watchdog:
             self._thread.join(timeout=2)
 
     def _run(self) -> None:
-        next_disk = 0.0
+        next_disk, failed = 0.0, 0
         while not self._stop.wait(POLL_S):
             try:
                 why = self.look(disk=time.monotonic() >= next_disk)
-            except Exception:  # noqa: BLE001 - the watch must never take the judge down
-                continue
+                failed = 0
+            except Exception as exc:  # noqa: BLE001 - the watch must never take the judge down
+                # Nor fail open: a look that keeps failing leaves the worker with no bound at all (a bug of this
+                # file did, unseen, until a test's fixture ballooned past it). A second of failures stops it.
+                failed += 1
+                if failed < FAILED_LOOKS:
+                    continue
+                why = f"the judge could not watch its resources (a harness error, not the candidate's): {exc!r}"
             if time.monotonic() >= next_disk:
                 next_disk = time.monotonic() + DISK_EVERY_S
             if why:

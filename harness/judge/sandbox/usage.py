@@ -65,7 +65,9 @@ def _fd_links(pid: int) -> list[tuple[str, str]]:
     out = []
     try:
         names = os.listdir(folder)
-    except FileNotFoundError:
+    except PermissionError:
+        raise
+    except OSError:                 # exited, or exiting
         return out
     for name in names:
         path = f"{folder}/{name}"
