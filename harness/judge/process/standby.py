@@ -67,9 +67,9 @@ def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
     instead of after it. Nothing is kept past the judgement: standby stays off, so the judgement closes both as
     ever. Gated, neither touches the GPU nor, the candidate's, imports the candidate before its judgement lets it go,
     which is after every import of the judge's process (harness.cli.main). Both are spawned before either's
-    watchdog starts: the watchdog's GPU bound asks the driver which card (harness.cards). Whatever fails is left for the judgement to meet
-    and say; a worker never taken (the device guessed wrong, a usage error found later) is closed when the command
-    ends (drop_prestarted), or at the latest when the process exits."""
+    watchdog starts: the watchdog's GPU bound asks the driver which card (harness.cards). Whatever fails is left for
+    the judgement to meet and say; a worker never taken (the device guessed wrong, a usage error found later) is
+    closed when the command ends (drop_prestarted), or at the latest when the process exits."""
     if solution.error or solution.unsupported:
         return
     from harness.judge.process.isolate import Child
