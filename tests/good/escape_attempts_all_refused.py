@@ -47,11 +47,18 @@ def _open_close(path, flags):
     os.close(os.open(path, flags))
 
 
-def _syscall_or_raise(nr, *args):
+def _libc_or_raise(name, *args):
+    """The C library's `name`(*args), or OSError where it returns -1 (every call tried here reports failure so)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(nr, *args) < 0:
+    result = getattr(libc, name)(*args)
+    if result == -1:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+    return result
+
+
+def _syscall_or_raise(nr, *args):
+    return _libc_or_raise("syscall", nr, *args)
 
 
 _pp = os.getppid()
@@ -102,16 +109,6 @@ if os.uname().machine == "x86_64":
     _try("process_vm_readv on the judge", lambda: _syscall_or_raise(310, _pp, _iov, 1, _iov, 1, 0))
 
 
-def _libc_or_raise(name, *args):
-    libc = ctypes.CDLL(None, use_errno=True)
-    fn = getattr(libc, name)
-    result = fn(*args)
-    if result == -1:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    return result
-
-
 _IPC_PRIVATE, _IPC_CREAT, _IPC_RMID = 0, 0o1000, 0
 _try("create System V shared memory", lambda: _libc_or_raise(
     "shmctl", _libc_or_raise("shmget", _IPC_PRIVATE, ctypes.c_size_t(1 << 20), _IPC_CREAT | 0o600), _IPC_RMID, None))
@@ -125,11 +122,9 @@ _try("create a POSIX message queue", lambda: (
 
 
 def _undumpable_and_back():
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-    libc.prctl(4, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    zero = [ctypes.c_ulong(0)] * 3
+    _libc_or_raise("prctl", 4, ctypes.c_ulong(0), *zero)      # PR_SET_DUMPABLE 0
+    _libc_or_raise("prctl", 4, ctypes.c_ulong(1), *zero)      # and back
 
 
 _try("make itself undumpable", _undumpable_and_back)

@@ -173,6 +173,15 @@ def worker_bounds(bounds: Bounds | None, problem, device: str) -> tuple[Bounds, 
     return bounds, card
 
 
+def _file_key(fd: int | None) -> set:
+    """{(device, inode)} of the file open as `fd`, or an empty set."""
+    try:
+        st = os.fstat(fd) if fd is not None else None
+    except OSError:
+        st = None
+    return {(st.st_dev, st.st_ino)} if st is not None else set()
+
+
 class Watchdog:
     """Started once a worker runs; `tripped` holds the first bound passed (then the tree has been killed)."""
 
@@ -182,6 +191,7 @@ class Watchdog:
         worker's host memory (`area_bytes`)."""
         self.pid, self.scratch, self.bounds, self.escaped, self.gpu = pid, scratch, bounds, escaped, gpu
         self.area_fd = area_fd
+        self.area_file = _file_key(area_fd)    # counted by area_bytes, so not again by held()
         self.held = (0, 0)          # (memfd bytes, unlinked-file bytes) held open, refreshed at the disk pace
         self.tripped: str | None = None
         self.peak = {"ram_gib": 0.0, "gpu_gib": 0.0, "processes": 0, "threads": 0}
@@ -223,7 +233,7 @@ class Watchdog:
             rss, threads, rss_of[pid] = rss + r, threads + t, r
         if disk:
             try:
-                self.held = held(pids, self.area_key())
+                self.held = held(pids, self.area_file)
             except PermissionError:
                 return "host memory limit: the worker's open files could not be read (it hid them from the judge)"
         self.peak["ram_gib"] = max(self.peak["ram_gib"], round(rss / GIB, 2))
@@ -259,16 +269,6 @@ class Watchdog:
                 return (f"disk limit: {used / GIB:.1f} GiB in its scratch dir ({entries} entries) and the unlinked "
                         f"files it holds open (limit {b.disk_bytes / GIB:.1f} GiB, {b.disk_entries} entries)")
         return None
-
-    def area_key(self) -> set:
-        """The area's (device, inode), counted by area_bytes and not again by held."""
-        if self.area_fd is None:
-            return set()
-        try:
-            st = os.fstat(self.area_fd)
-        except OSError:
-            return set()
-        return {(st.st_dev, st.st_ino)}
 
     def area_bytes(self) -> int:
         """The bytes of the worker's shared blob area that are in memory (written, not punched out)."""
