@@ -1,6 +1,8 @@
 """The judge's caches (harness.judge.process.bytecode, .peaks, .environment) and the cheap escape scan
 (harness.judge.process.isolate): each saves seconds per judgement, and none may let a stale or planted file count."""
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -369,3 +371,49 @@ def test_a_candidate_worker_is_seeded_with_what_its_file_compiled_last_time_only
             assert not (Path(unconfined.tmp.name) / ".triton").exists()
             unconfined.finish_start()
     assert len(list((cache / kc.COMPILED).iterdir())) == 1
+
+
+def test_a_seeded_triton_kernel_is_found_by_triton_itself(cache, tmp_path, monkeypatch):
+    """Triton's group file names a kernel's files by absolute path, in the folder of the worker that compiled them.
+    Seeded unchanged, the group pointed into a deleted folder and Triton compiled the kernel again (every
+    specialization, every time a file was judged again: seen on an H100). Written and then read back by Triton's own
+    cache manager, from two workers' folders."""
+    triton_cache = pytest.importorskip("triton.runtime.cache")
+    from harness.judge.process import cache as kc
+    first, again = tmp_path / "first", tmp_path / "again"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(first / ".triton"))
+    writer = triton_cache.FileCacheManager("K" * 52)
+    members = {name: writer.put(data, name) for name, data in
+               (("k.cubin", b"\x7fELF kernel"), ("k.json", '{"name": "k"}'), ("k.ptx", ".entry k"))}
+    writer.put_group("k.json", members)
+    assert set(writer.get_group("k.json")) == set(members)
+    assert kc.harvest_compiled("t" * 64, str(first)) == 1
+    shutil.rmtree(first)                              # the worker that compiled it is gone, with its folder
+    again.mkdir()
+    assert kc.seed_compiled("t" * 64, str(again)) == 1
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(again / ".triton"))
+    found = triton_cache.FileCacheManager("K" * 52).get_group("k.json")
+    assert set(found) == set(members)
+    assert all(Path(path).parent == again / ".triton" / ("K" * 52) for path in found.values())
+    assert Path(found["k.cubin"]).read_bytes() == b"\x7fELF kernel"
+
+
+def test_a_seeded_group_names_no_file_outside_its_own_entry(cache, tmp_path):
+    """The group file is the worker's writing: a path it names elsewhere (the judge's files, another entry) is
+    taken by its file name only, inside the entry, and a name with no such file there is dropped."""
+    from harness.judge.process import cache as kc
+    entry = tmp_path / "first" / ".triton" / "e1"
+    entry.mkdir(parents=True)
+    (entry / "k.cubin").write_bytes(b"x")
+    (entry / "__grp__k.json").write_text(json.dumps({"child_paths": {
+        "k.cubin": "/somewhere/else/k.cubin", "secret": "/etc/passwd", "none": "/x/", "up": "../../k.cubin"}}))
+    (tmp_path / "first" / ".triton" / "e2").mkdir()
+    (tmp_path / "first" / ".triton" / "e2" / "__grp__bad.json").write_text("not json")
+    assert kc.harvest_compiled("u" * 64, str(tmp_path / "first")) == 2
+    again = tmp_path / "again"
+    again.mkdir()
+    assert kc.seed_compiled("u" * 64, str(again)) == 2
+    group = json.loads((again / ".triton" / "e1" / "__grp__k.json").read_text())
+    assert group == {"child_paths": {"k.cubin": str(again / ".triton" / "e1" / "k.cubin"),
+                                     "up": str(again / ".triton" / "e1" / "k.cubin")}}
+    assert not (again / ".triton" / "e2" / "__grp__bad.json").exists()

@@ -84,6 +84,7 @@ def seed_compiled(key: str, home: str) -> int:
             try:
                 if entry.is_dir():
                     shutil.copytree(entry, target)
+                    _rehome_groups(target)
                 else:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(entry, target)
@@ -95,6 +96,27 @@ def seed_compiled(key: str, home: str) -> int:
     except OSError:
         pass
     return seeded
+
+
+def _rehome_groups(entry: Path) -> None:
+    """Triton finds a compiled kernel through its group file (`__grp__NAME.json`), which names each of the kernel's
+    files by absolute path: paths into the cache folder of the worker that compiled it, deleted with that worker.
+    Seeded as it was kept, every group pointed nowhere, and Triton compiled every kernel again (seen on an H100: a
+    file judged twice compiled the same eight specializations twice, 0.2 to 0.9 s each). Each path is pointed at the
+    copy beside the group file in this worker's folder; only the file's own name is taken from what the worker wrote,
+    so a group can name no file outside its entry. A group that cannot be read is removed: Triton then compiles that
+    kernel again, as it would without a cache."""
+    for group in entry.glob("__grp__*.json"):
+        try:
+            paths = json.loads(group.read_text())["child_paths"]
+            fixed = {}
+            for name, path in paths.items():
+                own = os.path.basename(str(path))
+                if own and (entry / own).is_file():
+                    fixed[str(name)] = str(entry / own)
+            group.write_text(json.dumps({"child_paths": fixed}))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            group.unlink(missing_ok=True)
 
 
 def harvest_compiled(key: str, home: str) -> int:
