@@ -417,3 +417,24 @@ def test_a_seeded_group_names_no_file_outside_its_own_entry(cache, tmp_path):
     assert group == {"child_paths": {"k.cubin": str(again / ".triton" / "e1" / "k.cubin"),
                                      "up": str(again / ".triton" / "e1" / "k.cubin")}}
     assert not (again / ".triton" / "e2" / "__grp__bad.json").exists()
+
+
+def test_tritons_once_per_process_work_runs_in_a_thread_and_is_done_before_the_worker_goes_on():
+    """Triton's digest of its own files and its Gluon import (0.6 s of a Triton candidate's first correctness call on
+    an H100) run in a thread beside the worker's import of torch; after finish_warming they are done and the thread
+    is gone (the worker's snapshot of its threads comes later). Nothing is started for another backend or on the
+    CPU, where the interpreter is set up instead."""
+    pytest.importorskip("triton")
+    code = ("import sys, threading\n"
+            "from harness import backends\n"
+            "backends.start_warming('triton', 'cpu'); backends.start_warming('torch', 'cuda')\n"
+            "assert threading.active_count() == 1 and 'triton' not in sys.modules\n"
+            "backends.start_warming('triton', 'cuda')\n"
+            "import torch\n"
+            "backends.finish_warming()\n"
+            "from triton.runtime.cache import triton_key\n"
+            "assert triton_key.cache_info().currsize == 1, triton_key.cache_info()\n"
+            "assert 'triton.experimental.gluon' in sys.modules\n"
+            "assert [t.name for t in threading.enumerate()] == ['MainThread']\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

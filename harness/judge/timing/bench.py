@@ -307,7 +307,7 @@ class Schedule:
             except replies.BadReply as exc:
                 self.reasons.append(self._bad_reply(self.cand, exc))
                 return {}, []
-            return header, blobs
+            return header, replies.spot_on_device(header, blobs, self.cand.device)
 
     def end(self) -> None:
         with self.phases("end"):
