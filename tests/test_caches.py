@@ -438,3 +438,26 @@ def test_tritons_once_per_process_work_runs_in_a_thread_and_is_done_before_the_w
             "assert [t.name for t in threading.enumerate()] == ['MainThread']\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_tritons_digest_of_itself_is_computed_once_and_taken_only_while_the_files_are_unchanged(tmp_path):
+    """The judge's warm-up process stores triton_key() with a stamp of the files it covers; a worker takes it (and
+    Triton then skips its 0.42 s of hashing) only where the stamp matches the installed files: a stored value whose
+    stamp is not the installation's is refused and Triton's own function stays in place."""
+    pytest.importorskip("triton")
+    stored = tmp_path / "triton-key.json"
+    code = ("import json, sys\n"
+            "from harness.backends import triton_key as tk\n"
+            "import triton.runtime.cache as cache\n"
+            "path = sys.argv[1]\n"
+            "assert not tk.load(path) and not tk.load(None)\n"
+            "assert tk.store(path)\n"
+            "doc = json.load(open(path))\n"
+            "real = cache.triton_key()\n"
+            "assert doc['key'] == real\n"
+            "own = cache.triton_key\n"
+            "json.dump(dict(doc, stamp='0' * 64, key='planted'), open(path + '.stale', 'w'))\n"
+            "assert not tk.load(path + '.stale') and cache.triton_key is own\n"
+            "assert tk.load(path) and cache.triton_key is not own and cache.triton_key() == real\n")
+    done = subprocess.run([sys.executable, "-c", code, str(stored)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -15,7 +15,8 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 SHARED = {"harness.protocol", "harness.problem", "harness.inputs", "harness.discover", "harness.searchpath",
           "harness.reasons", "harness.gpu", "harness.cards", "harness.backends", "harness.backends.triton_interpreter",
-          "harness.backends.triton_casts", "harness.backends.triton_autotune", "harness.formats"}
+          "harness.backends.triton_casts", "harness.backends.triton_autotune", "harness.backends.triton_key",
+          "harness.formats"}
 ENTRY = {"harness", "harness.plugin", "harness.__main__"}
 # The folders whose docstrings state what they may import, and the trusted side's other rooms.
 FOLDERS = ("harness.judge.values", "harness.judge.timing", "harness.judge.process", "harness.judge.records",

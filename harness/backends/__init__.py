@@ -121,11 +121,14 @@ def finish_warming() -> None:
 
 def _warm_triton() -> None:
     """The digest of Triton's own installed files (triton.runtime.cache.triton_key, part of every kernel's cache
-    key: it reads and hashes libtriton, 0.42 s on an H100 host) and the import of its Gluon front end (0.16 s),
-    which the first specialization of an argument list pulls in. Reads files and imports modules only: no GPU."""
+    key: it reads and hashes libtriton, 0.42 s on an H100 host), taken from the judge's cache where it is there and
+    current (harness.backends.triton_key), and the import of Triton's Gluon front end (0.16 s), which the first
+    specialization of an argument list pulls in. Reads files and imports modules only: no GPU."""
     try:
-        from triton.runtime.cache import triton_key
-        triton_key()
+        from harness.backends import triton_key as stored
+        if not stored.load(os.environ.get(stored.ENV)):
+            from triton.runtime.cache import triton_key
+            triton_key()
         importlib.import_module("triton.experimental.gluon")
     except Exception:  # noqa: BLE001 - an older or newer Triton without these: its first compile does what it does
         pass

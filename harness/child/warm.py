@@ -2,9 +2,10 @@
 candidate (torch, the profiler's lazy imports, Triton, the harness), in a process of its own that runs no candidate
 code, with PYTHONPYCACHEPREFIX pointing at the cache. Started by the judge by module name, as workers are."""
 import importlib
+import os
 
 # What a worker imports before any candidate code, besides the harness.
-PACKAGES = ("torch", "triton", "numpy", "cupy", "cutlass", "hypothesis", "yaml")
+PACKAGES = ("torch", "triton", "triton.experimental.gluon", "numpy", "cupy", "cutlass", "hypothesis", "yaml")
 
 
 def main() -> None:
@@ -21,6 +22,8 @@ def main() -> None:
     guard.import_harness()
     for name in ("harness.child.worker", "harness.child.timing", "harness.child.profiling", "harness.gpu"):
         importlib.import_module(name)
+    from harness.backends import triton_key
+    triton_key.store(os.environ.get(triton_key.ENV))      # Triton's digest of itself, for every worker after
 
 
 if __name__ == "__main__":

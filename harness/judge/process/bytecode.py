@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness import discover
+from harness.backends import triton_key
 from harness.judge.process.cache import cache_root
 
 
@@ -79,7 +80,14 @@ def worker_env(env: dict) -> dict:
     folder = prefix()
     if folder is not None:
         env["PYTHONPYCACHEPREFIX"] = str(folder)
+        env[triton_key.ENV] = str(_triton_key_file(folder))
     return env
+
+
+def _triton_key_file(folder: Path) -> Path:
+    """Where warm() keeps Triton's digest of itself (harness.backends.triton_key): beside the bytecode it was
+    warmed with, under the judge's cache folder."""
+    return folder / "triton-key.json"
 
 
 def harness_files() -> list[tuple[Path, str]]:
@@ -127,7 +135,8 @@ def _warm(timeout: float) -> bool:
     if stamp.exists():
         return True
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
-    env.update(PYTHONPYCACHEPREFIX=str(folder), PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="")
+    env.update(PYTHONPYCACHEPREFIX=str(folder), PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="",
+               **{triton_key.ENV: str(_triton_key_file(folder))})
     env = import_path(env)
     try:
         done = subprocess.run([sys.executable, "-P", "-m", "harness.child.warm"], env=env, timeout=timeout,
