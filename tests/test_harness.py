@@ -240,6 +240,31 @@ def test_a_large_blob_crosses_the_sealed_area_and_nothing_the_sender_does_there_
     judge.close()
 
 
+def test_a_spot_blob_taken_for_the_gpu_is_read_from_the_area_as_a_tensor_and_checked_like_any_blob():
+    """Area.take with a CUDA device (a spot-checked timed output): the bytes go from the judge's read-only mapping
+    onto the device as a uint8 tensor (protocol._area_view, then one copy to the device), which tensor_from_wire reads
+    like a host blob, size check included. Where no CUDA is running (here) the host path is taken as before."""
+    import warnings
+    judge = protocol.Area.create(8 << 20)
+    if judge is None:
+        pytest.skip("no sealable memfd here")
+    worker = protocol.Area.attach(os.dup(judge.fd))
+    t = torch.arange(1 << 19, dtype=torch.float32).reshape(512, 1024)          # 2 MiB
+    meta, blob = protocol.tensor_to_wire(t)
+    worker.put(4096, blob)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # the read-only mapping's warning is the harness's to silence
+        view = protocol._area_view(judge.map, 4096, t.numel() * 4)
+    assert view.dtype == torch.uint8 and torch.equal(protocol.tensor_from_wire(meta, view.clone()), t)
+    with pytest.raises(ValueError, match="needs"):
+        protocol.tensor_from_wire(meta, view[:-4].clone())
+    del view
+    host = judge.take(4096, t.numel() * 4, device="cuda")
+    assert not isinstance(host, torch.Tensor) and torch.equal(protocol.tensor_from_wire(meta, host), t)
+    worker.close()
+    judge.close()
+
+
 def test_a_judgement_s_large_outputs_come_back_through_the_worker_s_area(monkeypatch):
     """The area end to end, on the CPU: a confined worker (Landlock and seccomp where the kernel has them) inherits
     its sealed area, writes a 2.9 MB output there, and the judge takes it out and passes the case."""
@@ -249,7 +274,7 @@ def test_a_judgement_s_large_outputs_come_back_through_the_worker_s_area(monkeyp
     places = []
     taken = protocol._from_area
     monkeypatch.setattr(protocol, "_from_area",
-                        lambda area, where, cap: (places.append(where), taken(area, where, cap))[1])
+                        lambda area, where, cap, dev=None: (places.append(where), taken(area, where, cap, dev))[1])
     problem = discover.get_problem("bmm")
     record = evaluate(problem, discover.get_solution("bmm", "torch_bmm"),
                       Options(device="cpu", dtypes=("float32",), case="B=5,M=384,N=384,K=1,seed=3"))

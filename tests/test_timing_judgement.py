@@ -172,7 +172,7 @@ class FakeWorker:
     def cont(self):
         self.stopped = False
 
-    def request(self, header, timeout, what, max_blob=0):
+    def request(self, header, timeout, what, max_blob=0, device=None):
         self.cont()
         op = header["op"]
         self.log.append((self.name, op, self.peer.stopped))
@@ -262,7 +262,7 @@ def test_timing_stops_once_the_ratio_is_precise_and_goes_on_while_it_is_not():
     swings = iter(range(1000))
     plain = FakeWorker.request
 
-    def swinging(self, header, timeout, what, max_blob=0):
+    def swinging(self, header, timeout, what, max_blob=0, device=None):
         if header.get("op") == "bench_batch" and header["calls"]:
             self.ms = 0.2 * (1.3 if next(swings) % 2 else 0.7)
         return plain(self, header, timeout, what, max_blob)

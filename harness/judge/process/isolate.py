@@ -186,9 +186,9 @@ class Child:
             raise ChildFailed(Reason(code if code in CODES else "tampering", str(header.get("detail", ""))))
         return header
 
-    def request(self, header: dict, timeout: float, what: str, max_blob: int = 0):
+    def request(self, header: dict, timeout: float, what: str, max_blob: int = 0, device: str | None = None):
         """Send one request and wait for the reply. `max_blob`: the most bytes any blob of the reply may hold (the
-        expected output's size); a larger one is `tampering`, read no further."""
+        expected output's size); a larger one is `tampering`, read no further. `device`: see protocol.recv."""
         if not self.alive:
             raise ChildFailed(Reason("crash", "the candidate's process is no longer running"))
         if self.budget.left() <= 0:
@@ -200,7 +200,7 @@ class Child:
             protocol.send(self.req_w, header)
         except (BrokenPipeError, OSError):
             raise ChildFailed(self._death_reason(what)) from None
-        return self._recv(timeout, what, max_blob)
+        return self._recv(timeout, what, max_blob, device)
 
     # -- stopping: while the other side is timed, nothing of this one runs ------------------------------------
     def stop(self) -> None:
@@ -235,11 +235,11 @@ class Child:
             signal_pid(pid, signal.SIGCONT)
         self.stopped = False
 
-    def _recv(self, timeout: float, what: str, max_blob: int = 0):
+    def _recv(self, timeout: float, what: str, max_blob: int = 0, device: str | None = None):
         left = self.budget.left()
         t0 = time.monotonic()
         try:
-            return protocol.recv(self.resp_r, min(timeout, max(left, 0.0)), max_blob=max_blob, area=self.area)
+            return protocol.recv(self.resp_r, min(timeout, max(left, 0.0)), max_blob, self.area, device)
         except protocol.ChannelTimeout:
             self.close()
             if left < timeout:

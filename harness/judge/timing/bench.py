@@ -299,7 +299,7 @@ class Schedule:
             self.base.stop()
             header, blobs = self.cand.request({"op": "bench_spot", "side": "candidate", "index": index},
                                               timeout=self.timeout, what="returning a timed call's output",
-                                              max_blob=self.request["max_blob"])
+                                              max_blob=self.request["max_blob"], device=self.cand.device)
             if not header.get("ok"):
                 raise ChildFailed(Reason("crash", f"while returning a timed output: {header.get('detail')}"))
             try:
