@@ -54,7 +54,10 @@ def _watched_objects():
             # what profile() runs through: a patched start/stop or event list would blind every call's check
             ("torch.profiler._KinetoProfile", profiler.profiler._KinetoProfile,
              set(vars(profiler.profiler._KinetoProfile))),
-            ("torch.autograd.profiler", torch.autograd.profiler, set(vars(torch.autograd.profiler)))):
+            ("torch.autograd.profiler", torch.autograd.profiler, set(vars(torch.autograd.profiler))),
+            # the profiler the harness's CallProfiler runs (harness.child.profiling)
+            ("torch.autograd.profiler.profile", torch.autograd.profiler.profile,
+             set(vars(torch.autograd.profiler.profile)))):
         # Code only: module- and class-level state (torch.cuda._cached_device_count, ...) changes legitimately.
         watched += [(f"{label}.{n}", owner, n) for n in sorted(names)
                     if (not n.startswith("__") or n in ("__eq__", "__torch_function__", "__torch_dispatch__"))

@@ -17,7 +17,7 @@ on the GPU's timeline (relative to the session's first one): the parent decides 
 from __future__ import annotations
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.autograd import profiler as autograd_profiler
 
 from harness.gpu import BEGIN_KERNEL
 
@@ -44,13 +44,17 @@ class CallProfiler:
     launches), so there it records them, on every thread."""
 
     def __init__(self, device: str):
+        # torch's profiler as torch.profiler.profile builds it (use_kineto, and the activities as use_cpu and
+        # use_device), without that wrapper: its start asks hasattr(torch, "_inductor"), which imports
+        # torch._inductor (a second of pure imports on an H100 host, in every worker's start-up, before its first
+        # call could be profiled), to read one inductor setting that only matters for CUDA graphs under CUDA < 12.6.
         self.cuda = device == "cuda"
         if self.cuda:
-            self.prof = profile(activities=[ProfilerActivity.CUDA])
+            self.prof = autograd_profiler.profile(use_cpu=False, use_device="cuda", use_kineto=True)
         else:
             config = _config()
             kwargs = {"experimental_config": config} if config is not None else {}
-            self.prof = profile(activities=[ProfilerActivity.CPU], **kwargs)
+            self.prof = autograd_profiler.profile(use_cpu=True, use_kineto=True, **kwargs)
         self.events = None
 
     def __enter__(self):
@@ -60,7 +64,7 @@ class CallProfiler:
     def __exit__(self, *exc):
         self.prof.__exit__(*exc)
         if exc[0] is None:
-            self.events = list(self.prof.profiler.kineto_results.events())
+            self.events = list(self.prof.kineto_results.events())
         return False
 
     def observed(self) -> dict:

@@ -77,12 +77,6 @@ class Session:
 
         from harness import backends
         backends.finish_warming()               # before anything below imports Triton
-        # torch's profiler imports torch._inductor on its first start (profile.prepare_trace); a second of pure
-        # imports, no GPU and no thread. Here it runs before a gated worker's go, beside the judge's own start-up,
-        # instead of after it (measured on an H100: the profiler's first start took 1.0 to 1.4 s of each worker's
-        # start after its go).
-        import torch._inductor.config  # noqa: F401
-
         from harness.child import guard
         from harness.problem import load_problem
         try:
