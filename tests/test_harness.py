@@ -449,3 +449,16 @@ def test_the_tamper_watch_s_fast_lookup_answers_as_getattr_static_does():
     C.h = 5
     assert C.h == 5 and guard.static_lookup(C, "h") == 5
     assert guard.static_lookup(C, "missing") is None
+
+
+def test_a_candidate_whose_import_loads_torch_inductor_is_not_tampering(tmp_path):
+    """torch._inductor's first import sets TORCHINDUCTOR_CACHE_DIR, a variable the worker watches. The worker no
+    longer imports it itself (its profiler skips the wrapper that did), so a candidate's import may be the first
+    (torch.nn.attention's did, found judging attention_fwd/torch_sdpa on an H100): the worker's environment sets
+    the variable to its scratch dir beforehand, and the import changes nothing."""
+    sol = tmp_path / "imports_inductor.py"
+    sol.write_text("import torch\nimport torch._inductor.config  # noqa: F401\n\nBACKEND = 'torch'\nDTYPES = ('float32',)\n\n\n"
+                   "def solve(a, b):\n    return torch.matmul(a, b)\n")
+    out = _cli("eval", "gemm", str(sol), "--device", "cpu", "--examples", "1", "--json")
+    record = json.loads(out.stdout)
+    assert record["verdict"] == "pass", record["reasons"]

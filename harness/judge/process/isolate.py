@@ -1,9 +1,8 @@
 """Run a candidate in its own spawned process, with a wall-clock limit on every request.
 
-The child gets a fresh temporary working directory (and HOME/TMPDIR inside it), its own process group (so a
-timeout kills whatever it forked), and two private pipes; its stdout and stderr go to a log file whose tail is
-quoted when it dies. A crash, a hang, an illegal memory access or a sticky CUDA error becomes a Reason here and the
-run goes on: the parent's own CUDA context is never touched by the child's faults.
+The child gets a fresh working directory (HOME/TMPDIR inside it), its own process group (a timeout kills what it
+forked), two private pipes and a log whose tail is quoted when it dies. A crash, a hang, an illegal memory access or
+a sticky CUDA error becomes a Reason and the run goes on: the child's faults never touch the parent's CUDA context.
 """
 from __future__ import annotations
 
@@ -38,13 +37,14 @@ class ChildFailed(Exception):
 
 
 def _worker_env(home: str) -> dict:
-    """The child's environment: the candidate's own temp dir as HOME, TMPDIR and Triton's and CuPy's caches (the
-    only place it may write), no user site-packages and none of the interpreter's PYTHON* switches but the path
-    (PYTHONSTARTUP, PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness`
-    is this very package. From a checkout that takes the checkout on PYTHONPATH; an installed package is already on
-    the interpreter's path, and site-packages is not put in front of the standard library."""
+    """The child's environment: its scratch dir as HOME, TMPDIR and the compilers' caches (Triton's, CuPy's, and
+    torch inductor's, whose first import sets its variable: set here, a candidate importing it changes nothing the
+    worker would report), no user site-packages, none of the interpreter's PYTHON* switches but the path (PYTHONSTARTUP,
+    PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness` is this very
+    package (a checkout in front on PYTHONPATH; an installed package is on the interpreter's path already)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
     env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
+               TORCHINDUCTOR_CACHE_DIR=os.path.join(home, ".inductor"),
                **{var: os.path.join(home, sub) for var, sub in cache.COMPILER_DIRS.items()})
     env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
     return bytecode.worker_env(bytecode.import_path(env))
