@@ -412,6 +412,21 @@ def test_random_draws_alone_rarely_reach_the_top_odd_values():
     assert share < 0.02, share
 
 
+def test_the_profiler_the_worker_runs_is_watched_down_to_its_enter_and_exit(monkeypatch):
+    """The worker's CallProfiler runs torch.autograd.profiler.profile as a context (harness.child.profiling): a
+    candidate that swapped its __exit__ (or the start behind __enter__) would blind every later call's check, so the
+    tamper watch names them."""
+    import torch.autograd.profiler as autograd_profiler
+
+    from harness.child import guard
+    watch = guard.TamperWatch()
+    for name in ("__enter__", "__exit__", "_start_trace"):
+        monkeypatch.setattr(autograd_profiler.profile, name, lambda self, *a: None)
+        assert f"torch.autograd.profiler.profile.{name}" in watch.changed()
+        monkeypatch.undo()
+    assert watch.changed() == []
+
+
 def test_the_tamper_watch_s_fast_lookup_answers_as_getattr_static_does():
     """guard.static_lookup reads namespaces directly, with getattr_static's answer for every watched name, and sees
     what getattr_static does not: a data descriptor set on a class's metaclass, which Python's lookup prefers."""

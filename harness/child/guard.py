@@ -55,12 +55,13 @@ def _watched_objects():
             ("torch.profiler._KinetoProfile", profiler.profiler._KinetoProfile,
              set(vars(profiler.profiler._KinetoProfile))),
             ("torch.autograd.profiler", torch.autograd.profiler, set(vars(torch.autograd.profiler))),
-            # the profiler the harness's CallProfiler runs (harness.child.profiling)
+            # the profiler the harness's CallProfiler runs (harness.child.profiling), entered and left as a context
             ("torch.autograd.profiler.profile", torch.autograd.profiler.profile,
              set(vars(torch.autograd.profiler.profile)))):
         # Code only: module- and class-level state (torch.cuda._cached_device_count, ...) changes legitimately.
         watched += [(f"{label}.{n}", owner, n) for n in sorted(names)
-                    if (not n.startswith("__") or n in ("__eq__", "__torch_function__", "__torch_dispatch__"))
+                    if (not n.startswith("__") or n in ("__eq__", "__torch_function__", "__torch_dispatch__",
+                                                        "__enter__", "__exit__"))
                     and _is_code(inspect.getattr_static(owner, n, None))]
     return watched
 
