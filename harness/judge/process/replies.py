@@ -126,10 +126,11 @@ def spot(header: dict, nblobs: int) -> None:
 
 
 def spot_on_device(header: dict, blobs: list, device: str) -> list:
-    """A spot-checked output, moved at once from the host buffer it arrived in to the device it is judged on (an
-    output the wire cannot describe stays as it came, for the check to refuse). The host buffer is then free for
-    the next spot of the shape, whose output has the same size: a page-locked block taken again, not a new one
-    pinned (two 224 MiB spots held on the host until the shape's checks pinned 0.25 s more on an H100's host)."""
+    """A spot-checked output as a tensor on the device it is judged on, as soon as it arrives (an output the wire
+    cannot describe stays as it came, for the check to refuse). A large one comes through the shared area already
+    on the GPU (protocol.Area.take); one that came through the pipe leaves its host buffer here, free for the
+    shape's next spot of the same size (two 224 MiB spots held on the host until the shape's checks pinned 0.25 s
+    more on an H100's host)."""
     if not blobs or not isinstance(header.get("wire"), dict):
         return blobs
     from harness import protocol
