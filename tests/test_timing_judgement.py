@@ -827,21 +827,3 @@ def test_a_stop_by_the_rule_always_leaves_the_reported_interval_narrow():
         elif s.precise_enough(["cublas"]):
             assert high - low <= narrow * ratio
 
-
-def test_a_spot_output_moves_to_the_judges_device_as_it_arrives_and_a_bad_one_stays_for_the_check():
-    """A spot-checked output leaves its host buffer at once (replies.spot_on_device), so the shape's next spot takes
-    the same page-locked block again; one whose bytes do not fit its wire stays as it came, and the check refuses it
-    as before."""
-    import torch
-
-    from harness import protocol
-    out = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    wire, blob = protocol.tensor_to_wire(out)
-    moved = replies.spot_on_device({"seed": 1, "wire": wire}, [blob], "cpu")
-    assert isinstance(moved[0], torch.Tensor) and torch.equal(moved[0], out)
-    short = bytes(memoryview(blob)[:8])
-    kept = replies.spot_on_device({"seed": 1, "wire": wire}, [short], "cpu")
-    assert kept == [short]
-    with pytest.raises(ValueError):
-        protocol.tensor_from_wire(wire, kept[0])
-    assert replies.spot_on_device({"seed": 1, "meta": {"is_tensor": False}}, [], "cpu") == []

@@ -123,18 +123,3 @@ def batch(header: dict, n: int) -> None:
 def spot(header: dict, nblobs: int) -> None:
     _need(isinstance(header.get("seed"), int) and 0 <= header["seed"] < 2**31, "'seed' must be the call's seed")
     wire(header, nblobs)
-
-
-def spot_on_device(header: dict, blobs: list, device: str) -> list:
-    """A spot-checked output as a tensor on the device it is judged on, as soon as it arrives (an output the wire
-    cannot describe stays as it came, for the check to refuse). A large one comes through the shared area already
-    on the GPU (protocol.Area.take); one that came through the pipe leaves its host buffer here, free for the
-    shape's next spot of the same size (two 224 MiB spots held on the host until the shape's checks pinned 0.25 s
-    more on an H100's host)."""
-    if not blobs or not isinstance(header.get("wire"), dict):
-        return blobs
-    from harness import protocol
-    try:
-        return [protocol.tensor_from_wire(header["wire"], blobs[0]).to(device), *blobs[1:]]
-    except (ValueError, TypeError, KeyError, RuntimeError):
-        return blobs

@@ -301,10 +301,7 @@ def _spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
         expected = expected_for(judge.problem, inputs, spec)
         found = check.structural_reasons(header["meta"], expected, judge.device, judge.problem.output_layout)
         if not found:
-            out = blobs[0]                              # moved to the device as it arrived (replies.spot_on_device)
-            if not isinstance(out, torch.Tensor):
-                out = protocol.tensor_from_wire(header["wire"], out)
-            out = out.to(judge.device)
+            out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(judge.device)
             found = conventions.value_reasons(out, expected, spec)
         for r in found:
             r.detail = f"[timed call, {spec.name} {shape}] {r.detail}"
