@@ -214,7 +214,7 @@ def _schedule(cand_ms=0.2, base_ms=0.25, **cand_kw):
 
 def test_schedule_interleaves_rounds_with_the_other_side_stopped():
     s, log = _schedule()
-    s.run(budget_s=0.2)
+    s.run(budget_s=2.0)
     s.end()
     batches = [(who, stopped) for who, op, stopped in log if op == "bench_batch"]
     assert len(batches) >= 2 * bench.MIN_ROUNDS
@@ -249,6 +249,22 @@ def test_rounds_cut_short_by_the_deadline_still_spot_check():
         s.base.gap_ms = 20.0
         s.run(budget_s=0.5)            # planned for 8 rounds, cut at the 6th by the wall clock
         assert len(s.spots) >= bench.SPOTS and not s.reasons
+
+
+def test_a_shape_whose_minimum_of_rounds_overruns_its_budget_stops_at_the_budget_after_the_floor():
+    """Calls of seconds (gemm's naive fp32 kernel, 2.2 s a call at 8192^3 on an H200) used to run MIN_ROUNDS whatever
+    the budget; now the budget ends them, never before FLOOR_ROUNDS, and a shape the budget holds is unchanged."""
+    def rounds(cand_ms, budget_s):
+        s, _ = _schedule(cand_ms=cand_ms, base_ms=0.25, gap_ms=0.5)
+        s.run(budget_s=budget_s)
+        assert not s.reasons and len(s.spots) >= min(bench.SPOTS, s.calls)
+        return len({r["round"] for r in s.samples["candidate"]}), s.calls
+    n, calls = rounds(60.0, 0.01)              # not even FLOOR_ROUNDS fit: the floor
+    assert (n, calls) == (bench.FLOOR_ROUNDS, 3)
+    n, _ = rounds(60.0, 1.2)                   # 5 rounds of 3 x 62 ms (and the baseline's) fit: 5, not 8
+    assert bench.FLOOR_ROUNDS < n < bench.MIN_ROUNDS
+    n, _ = rounds(0.2, 30.0)                   # a budget that holds the minimum: the rule as before
+    assert bench.MIN_ROUNDS <= n < bench.MAX_ROUNDS // 2
 
 
 def test_timing_stops_once_the_ratio_is_precise_and_goes_on_while_it_is_not():

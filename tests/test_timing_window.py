@@ -117,6 +117,36 @@ def test_the_worker_says_which_gpu_activities_the_host_queued_after_the_begin_ma
     assert _after_begin(gpu, corrs, {k: v for k, v in api.items() if k != 12}) == [False] * 5
 
 
+def test_work_past_the_end_marker_is_read_from_the_gpu_timeline_not_the_host_clock():
+    """harness.child.profiling.gpu_work_after, which the correctness call's straggler check asks once the host's
+    clock found the device-wide sync slow (a preempted host thread reads as GPU work otherwise: attn_scores/triton_gqa,
+    one kernel on one stream, was ruled `background_work` at 4.1 ms on a busy H200 host): the time from the end
+    marker's end to the last GPU activity's end, on any stream; None where the marker is missing."""
+    from harness.child.profiling import gpu_work_after
+    from harness.gpu import MARK_KERNEL
+
+    class Ev:
+        def __init__(self, name, end_ns, gpu=True):
+            self._name, self._end, self._gpu = name, end_ns, gpu
+
+        def name(self):
+            return self._name
+
+        def end_ns(self):
+            return self._end
+
+        def device_type(self):
+            return torch.autograd.DeviceType.CUDA if self._gpu else torch.autograd.DeviceType.CPU
+
+    call = [Ev("gauntlet_hold", 1_000_000), Ev("_kernel", 3_000_000), Ev("gauntlet_snap", 3_100_000),
+            Ev(MARK_KERNEL, 3_110_000), Ev("cudaDeviceSynchronize", 9_000_000, gpu=False)]
+    assert gpu_work_after(call, MARK_KERNEL) == 0.0          # a slow host sync, and no GPU work after the marker
+    side = call + [Ev("side_stream_sleep", 8_110_000)]        # a side stream's kernel 5 ms past the marker
+    assert abs(gpu_work_after(side, MARK_KERNEL) - 5.0) < 1e-9
+    assert gpu_work_after([e for e in side if e.name() != MARK_KERNEL], MARK_KERNEL) is None
+    assert gpu_work_after(None, MARK_KERNEL) is None
+
+
 def test_an_observed_cpu_call_carries_empty_stream_lists():
     with CallProfiler("cpu") as prof:
         torch.ones(4) + 1
@@ -144,3 +174,27 @@ def test_the_warm_up_probe_tells_a_call_that_waits_for_the_gpu_from_a_long_launc
     for fn, waits in ((syncs, True), (slow_launch, False), (lambda a: a * 3, None)):
         found = Bench(fn, lambda seed: [x.clone()], n_sets=1).warm()
         assert found.get("waits_for_gpu") == waits, (fn, found)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_slow_call_is_warmed_up_by_one_pass_and_a_fast_one_by_one_to_three():
+    """Bench.warm: a pass whose last call took WARM_SLOW_MS or more ends the warm-up (its compiling was done by the
+    pass's first call); a fast call keeps the random 1 to 3 passes, so its count of untimed calls still varies."""
+    from harness.child.timing import WARM_SLOW_MS, Bench
+    x = torch.randn(64, 64, device="cuda")
+    cycles = int(4e6 * WARM_SLOW_MS)               # about twice WARM_SLOW_MS at 2 GHz (10**7 cycles: ~5 ms on an H100)
+
+    def counted(slow):
+        calls = []
+
+        def fn(a):
+            calls.append(1)
+            if slow:
+                torch.cuda._sleep(cycles)
+            return a * 2
+        bench = Bench(fn, lambda seed: [x.clone()], n_sets=3)
+        bench.warm(probe_waits=False)
+        return len(calls) - 3                          # less the probe's three held calls
+    assert counted(True) == 3
+    assert {counted(False) for _ in range(12)} <= {3, 6, 9}

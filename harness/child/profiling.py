@@ -96,6 +96,17 @@ class CallProfiler:
                 "streams": streams, "after_begin": _after_begin(gpu, corrs, api)}
 
 
+def gpu_work_after(events, marker: str) -> float | None:
+    """Milliseconds from the end of the call's `marker` kernel (the end marker, queued on the caller's stream after
+    the end event: harness.gpu.mark) to the end of its last GPU activity on any stream, on the GPU's own clock; None
+    where the profile holds no such marker (then the caller's host measurement stands)."""
+    gpu = [(e.name(), e.end_ns()) for e in events or [] if e.device_type() != torch.autograd.DeviceType.CPU]
+    marks = [end for name, end in gpu if name == marker]
+    if not marks:
+        return None
+    return max(0.0, (max(end for _, end in gpu) - max(marks)) / 1e6)
+
+
 def _int(event, attr: str) -> int:
     try:
         return int(getattr(event, attr)())

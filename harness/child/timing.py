@@ -34,6 +34,9 @@ from harness.child import guard
 from harness.child.profiling import CallProfiler
 from harness.gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
 
+# A warm-up pass whose last call took this long ends the warm-up: its compiling is done (the pass's first call did
+# it), and each further pass only costs the card (gemm's naive fp32 kernel: 2.2 s a call at 8192^3 on an H200).
+WARM_SLOW_MS = 100.0
 PROBE_HOLD_MS = HOLD_MIN_MS * 4    # the hold of the three probe calls every side's warm-up ends with
 # The second probe's hold (`warm`: a call that waits for the GPU): this much past 1.5 times the longest launch seen,
 # at most the cap (a launch that long is timed as it is).
@@ -102,7 +105,8 @@ class Bench:
         return seed
 
     def warm(self, probe_waits: bool = True) -> dict:
-        """Compilation, caches, handles: a varying number of untimed calls. Returns the probe: the median GPU
+        """Compilation, caches, handles: a varying number of untimed calls (one pass over the sets where a call
+        takes WARM_SLOW_MS or more). Returns the probe: the median GPU
         time and the longest host launch time of three held calls, and, where that launch took half the hold or
         more, `waits_for_gpu`: whether three calls behind a hold well past that launch time all returned after the
         hold had run out (a call that syncs with the GPU, as grouped_gemm_moe's cublas_loop reads its offsets back
@@ -112,8 +116,11 @@ class Bench:
         the baselines alone) skips that second probe."""
         for _ in range(self.rng.randint(1, 3)):
             for args in self.sets:
+                t0 = time.perf_counter()
                 guard.poison(self.fn(*args))
-        torch.cuda.synchronize()
+            torch.cuda.synchronize()
+            if (time.perf_counter() - t0) * 1e3 > WARM_SLOW_MS:      # the pass's last call, to its end on the GPU
+                break
         probe = self.batch(3, hold_ms=PROBE_HOLD_MS, keep=False)
         found = {"probe_ms": statistics.median(probe["ms"]), "host_ms": max(probe["host_ms"])}
         if probe_waits and found["host_ms"] >= 0.5 * PROBE_HOLD_MS:

@@ -46,11 +46,12 @@ from harness.reasons import Reason
 
 HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
 CALLS_PER_BATCH = 5
-MIN_ROUNDS, MAX_ROUNDS = 8, 40
+# A shape whose MIN_ROUNDS alone would overrun its budget (gemm's naive fp32 kernel: 2.2 s a call at 8192^3 on an H200,
+# 50 s on the card, 35 s of it 8 rounds, for 0.01x) stops at the budget after FLOOR_ROUNDS, with the interval they give.
+MIN_ROUNDS, MAX_ROUNDS, FLOOR_ROUNDS = 8, 40, 3
 # Timing stops once every baseline's paired ratio is known to within this (the half-width of a robust interval on
 # the rounds' log ratios, relative: scoring.round_ratio_halfwidth), or at MAX_ROUNDS / the shape's budget; 40 rounds
-# were always run before. The reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR) is computed as
-# before, from the rounds run.
+# were always run before. The reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR): from the rounds run.
 PRECISION = 0.0075
 BOOTSTRAP_PRECISION = 0.015  # and the reported (bootstrap) interval, before its systematic floor, within +-1.5%
 # A baseline whose calls wait for the GPU (a host sync inside the call: `waits_for_gpu`) is timed through its host
@@ -168,12 +169,12 @@ class Schedule:
         per_call = {s: probes[s]["probe_ms"] + hold_ms + 1.0 for s in sides}
         slowest = max(per_call.values())
         calls = max(2, min(CALLS_PER_BATCH, int(200.0 / slowest)))
-        round_ms = sum(calls * per_call[s] + 20.0 for s in sides)
-        rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, int(budget_s * 1e3 / round_ms)))
+        fit = int(budget_s * 1e3 / sum(calls * per_call[s] + 20.0 for s in sides))   # rounds the budget holds
+        least = MIN_ROUNDS if fit >= MIN_ROUNDS else max(FLOOR_ROUNDS, fit)
         self.hold_ms, self.calls = hold_ms, calls
         deadline = time.monotonic() + budget_s
-        for r in range(rounds):
-            if r >= MIN_ROUNDS and (time.monotonic() > deadline or self.stop_now(baselines)):
+        for r in range(max(least, min(MAX_ROUNDS, fit))):
+            if r >= least and (time.monotonic() > deadline or self.stop_now(baselines)):
                 break          # the estimate above leaves out per-call overheads (profiler, refill): wall time rules
             order = list(sides)
             self.rng.shuffle(order)
