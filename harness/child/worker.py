@@ -216,8 +216,8 @@ class Session:
         background = guard.background_work(threads)
         if straggler_ms > STRAGGLER_LIMIT_MS:
             # The host's clock found the device-wide sync slow; a host that preempted this thread makes it so too
-            # (gemm-sized attn_scores/triton_gqa, one kernel on one stream, read 4.1 ms on an H200 host busy with four
-            # judges): the GPU's own timeline of the call decides how long its work ran past the end marker.
+            # (attn_scores/triton_gqa, one kernel on one stream, read 4.1 ms on an H200 host busy with four judges):
+            # the GPU's own timeline of the call decides how long its work ran past the end marker.
             from harness.child.profiling import gpu_work_after
             from harness.gpu import MARK_KERNEL
             late = gpu_work_after(prof.events, MARK_KERNEL)
