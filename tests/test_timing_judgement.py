@@ -267,6 +267,27 @@ def test_a_shape_whose_minimum_of_rounds_overruns_its_budget_stops_at_the_budget
     assert bench.MIN_ROUNDS <= n < bench.MAX_ROUNDS // 2
 
 
+def test_a_score_is_over_every_timed_shape_or_none():
+    """scoring.summarize: a baseline with no figure at some timed shape (its worker failed there and timing the dtype
+    stopped, the card stayed busy, or that baseline alone failed) gets no geomean and no fast_p, with `missing`: a
+    candidate that made the baseline fail where it is slow would otherwise be scored on its fast shapes alone."""
+    from harness.judge.timing import scoring
+
+    def shape(**speedups):
+        return {"dtype": "bfloat16", "baselines": {k: {"speedup": v} for k, v in speedups.items()}}
+    whole = scoring.summarize([shape(cublas=2.0), shape(cublas=0.5)])
+    assert whole == {"cublas": {"geomean_speedup": 1.0, "fast_1.0": 0.5, "fast_1.5": 0.5, "shapes": 2}}
+    # the worker failed at the third shape (time_dtype records it, with no figure, and stops the dtype)
+    failed = dict(shape(), baseline_errors={"worker": "CUDA out of memory"})
+    assert scoring.summarize([shape(cublas=2.0), shape(cublas=2.0), failed]) == {
+        "cublas": {"geomean_speedup": None, "fast_1.0": None, "fast_1.5": None, "missing": 1, "shapes": 2}}
+    # one baseline of two failed at one shape: only its score goes
+    one = dict(shape(eager=1.2), baseline_errors={"cublas_gemm": "setup failed"})
+    got = scoring.summarize([shape(eager=1.2, cublas_gemm=0.9), one])
+    assert got["eager"]["geomean_speedup"] == pytest.approx(1.2) and got["eager"]["shapes"] == 2
+    assert got["cublas_gemm"]["geomean_speedup"] is None and got["cublas_gemm"]["missing"] == 1
+
+
 def test_timing_stops_once_the_ratio_is_precise_and_goes_on_while_it_is_not():
     # Per-call noise of 1% (FakeWorker): the paired ratio is known to well within PRECISION by MIN_ROUNDS.
     s, log = _schedule()

@@ -110,10 +110,20 @@ def fast_p(speedups: list[float], threshold: float) -> float | None:
 
 
 def summarize(timings: list[dict]) -> dict:
-    """Per baseline: geometric-mean speedup over shapes and fast_p at 1.0 and 1.5."""
+    """Per baseline: geometric-mean speedup over shapes and fast_p at 1.0 and 1.5, over every shape timed or none.
+    A baseline with no figure at some timed shape (its worker failed there, or the card stayed busy: the entry's
+    `baseline_errors`; timing that dtype stops at a failed worker) gets no geomean and no fast_p, with `missing`
+    saying at how many shapes: a candidate able to make the baseline fail where it is slow (by holding the card's
+    memory when the baseline builds that shape's inputs, say) would otherwise be scored on its fast shapes alone."""
     by_baseline: dict[str, list[float]] = {}
     for t in timings:
         for label, b in t.get("baselines", {}).items():
             by_baseline.setdefault(label, []).append(b["speedup"])
-    return {label: {"geomean_speedup": geomean(s), "fast_1.0": fast_p(s, 1.0), "fast_1.5": fast_p(s, 1.5),
-                    "shapes": len(s)} for label, s in by_baseline.items()}
+    out = {}
+    for label, s in by_baseline.items():
+        missing = sum(label not in t.get("baselines", {}) for t in timings)
+        out[label] = ({"geomean_speedup": geomean(s), "fast_1.0": fast_p(s, 1.0), "fast_1.5": fast_p(s, 1.5)}
+                      if not missing else {"geomean_speedup": None, "fast_1.0": None, "fast_1.5": None,
+                                           "missing": missing})
+        out[label]["shapes"] = len(s)
+    return out
