@@ -103,6 +103,27 @@ def test_overlap_puts_k_slots_on_each_gpu_with_their_share_of_memory(monkeypatch
         executors.make("ray", "cpu", None, None, 2)
 
 
+def test_run_on_cuda_times_the_headline_shapes_with_judges_overlapped_unless_told_otherwise():
+    """`run`'s preset (harness.cli.options.run_preset): on cuda the first RUN_SHAPES shapes and RUN_OVERLAP judges per
+    GPU where the user gave neither; what the user gave stands; --all-shapes times every shape; nothing changes on
+    the CPU (no timing there) or for Ray (a task holds a whole GPU)."""
+    from harness.cli import options
+
+    def preset(device="cuda", **given):
+        args = SimpleNamespace(**{"max_shapes": None, "all_shapes": False, "overlap": None, "executor": "local",
+                                  **given})
+        options.run_preset(args, device)
+        return args.max_shapes, args.overlap
+
+    assert preset() == (options.RUN_SHAPES, options.RUN_OVERLAP)
+    assert preset(max_shapes=3, overlap=1) == (3, 1)
+    assert preset(all_shapes=True) == (None, options.RUN_OVERLAP)
+    assert preset(executor="ray") == (options.RUN_SHAPES, None)
+    assert preset("cpu") == (None, None)
+    with pytest.raises(ValueError, match="--all-shapes and --max-shapes"):
+        preset(all_shapes=True, max_shapes=2)
+
+
 def test_overlapping_judges_on_one_device_judge_each_candidate_on_its_own(tmp_path):
     """Two judges on logical GPU 0 at once: both candidates in flight together, each in its own judge and worker,
     each told it has half the card's memory; the lines in the candidates' order."""

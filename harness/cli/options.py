@@ -27,8 +27,9 @@ def executor_options(p: argparse.ArgumentParser) -> None:
                    help="judge on N GPUs of this host at once (all: every visible one): one judge process per GPU, "
                         "one candidate per GPU at a time; on a CPU, N logical slots (all: GAUNTLET_LOGICAL_GPUS)")
     p.add_argument("--overlap", type=int, default=None, metavar="K",
-                   help="K judges per GPU (default 1; eval-many --screen on cuda: 2): their correctness phases run "
-                        "side by side, each timing with the card alone; each judge gets 1/K of the GPU's memory")
+                   help="K judges per GPU (default 1; on cuda, run: 4, eval-many --screen: 2): their correctness "
+                        "phases run side by side, each timing with the card alone; each judge gets 1/K of the GPU's "
+                        "memory")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: this host (default); ray: one Ray task per candidate, on the cluster at --address "
                         "or a local one (pip install 'gauntlet[ray]')")
@@ -149,6 +150,25 @@ CPU_RUN_EXAMPLES = 2
 
 
 CPU_RUN_EDGES = 2
+# `run` on cuda, unless told otherwise: the first RUN_SHAPES benchmark shapes of each dtype timed (a problem lists its
+# headline shape first) and RUN_OVERLAP judges per GPU. Why: at every shape and one judge, the shipped suite took
+# about 49 minutes of one card's judging (README), two thirds of it timing, and its correctness alone (a cold cache's
+# compiling, one judge) took longer than the ten minutes a push's CI can give it. Correctness is judged in full
+# (every dtype, every example); only the breadth of timing is a choice, and `--all-shapes` restores it.
+RUN_SHAPES, RUN_OVERLAP = 1, 4
+
+
+def run_preset(args, device: str) -> None:
+    """`gauntlet run`'s defaults on cuda (RUN_SHAPES, RUN_OVERLAP), set on `args` where the user gave no value of
+    their own. UsageError for --all-shapes with --max-shapes (two answers to one question)."""
+    if getattr(args, "all_shapes", False) and args.max_shapes is not None:
+        raise UsageError("--all-shapes and --max-shapes both say how many shapes to time: give one")
+    if device != "cuda":
+        return
+    if args.max_shapes is None and not args.all_shapes:
+        args.max_shapes = RUN_SHAPES
+    if args.overlap is None and args.executor != "ray":
+        args.overlap = RUN_OVERLAP
 
 
 def device(args) -> str:

@@ -21,6 +21,9 @@ def add(sub) -> None:
     options.search_options(p)
     p.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
     p.add_argument("--fresh", action="store_true", help="start the results file over instead of resuming")
+    p.add_argument("--all-shapes", action="store_true",
+                   help=f"on cuda, time every benchmark shape (a leaderboard's breadth) instead of the first "
+                        f"{options.RUN_SHAPES} of each dtype; same as --max-shapes with the largest count")
     p.add_argument("--report", metavar="DIR", help="also write the leaderboard into DIR")
     p.add_argument("--json", action="store_true",
                    help="print exactly one JSON object on stdout: the results document (harness/schemas/"
@@ -34,6 +37,7 @@ def run(args) -> int:
     from harness.judge.records.fingerprint import changed_parts, fingerprint
     from harness.judge.records.results import EvalRecord, ResultsFile, describe_stages, stage_totals
     device = options.device(args)
+    options.run_preset(args, device)
     problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
     plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
             if not args.solution or s.name in args.solution]
