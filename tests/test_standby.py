@@ -111,14 +111,16 @@ def test_run_on_cuda_times_the_headline_shapes_with_judges_overlapped_unless_tol
 
     def preset(device="cuda", **given):
         args = SimpleNamespace(**{"max_shapes": None, "all_shapes": False, "overlap": None, "executor": "local",
-                                  **given})
-        options.run_preset(args, device)
+                                  "no_timing": False, **given})
+        said = options.run_preset(args, device)
+        assert len(said) == (args.max_shapes != given.get("max_shapes")) + (args.overlap != given.get("overlap"))
         return args.max_shapes, args.overlap
 
     assert preset() == (options.RUN_SHAPES, options.RUN_OVERLAP)
     assert preset(max_shapes=3, overlap=1) == (3, 1)
     assert preset(all_shapes=True) == (None, options.RUN_OVERLAP)
     assert preset(executor="ray") == (options.RUN_SHAPES, None)
+    assert preset(no_timing=True) == (None, options.RUN_OVERLAP)        # nothing timed: no shape count to choose
     assert preset("cpu") == (None, None)
     with pytest.raises(ValueError, match="--all-shapes and --max-shapes"):
         preset(all_shapes=True, max_shapes=2)

@@ -158,17 +158,22 @@ CPU_RUN_EDGES = 2
 RUN_SHAPES, RUN_OVERLAP = 1, 4
 
 
-def run_preset(args, device: str) -> None:
+def run_preset(args, device: str) -> list[str]:
     """`gauntlet run`'s defaults on cuda (RUN_SHAPES, RUN_OVERLAP), set on `args` where the user gave no value of
-    their own. UsageError for --all-shapes with --max-shapes (two answers to one question)."""
+    their own; returns what was set, in words, for the run's first line (so nobody mistakes one timed shape for the
+    whole range). UsageError for --all-shapes with --max-shapes (two answers to one question)."""
     if getattr(args, "all_shapes", False) and args.max_shapes is not None:
         raise UsageError("--all-shapes and --max-shapes both say how many shapes to time: give one")
+    chose = []
     if device != "cuda":
-        return
-    if args.max_shapes is None and not args.all_shapes:
+        return chose
+    if args.max_shapes is None and not args.all_shapes and not args.no_timing:
         args.max_shapes = RUN_SHAPES
+        chose.append(f"the first {RUN_SHAPES} benchmark shape(s) of each dtype timed (--all-shapes for every one)")
     if args.overlap is None and args.executor != "ray":
         args.overlap = RUN_OVERLAP
+        chose.append(f"{RUN_OVERLAP} judges per GPU (--overlap K)")
+    return chose
 
 
 def device(args) -> str:

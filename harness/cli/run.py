@@ -37,7 +37,7 @@ def run(args) -> int:
     from harness.judge.records.fingerprint import changed_parts, fingerprint
     from harness.judge.records.results import EvalRecord, ResultsFile, describe_stages, stage_totals
     device = options.device(args)
-    options.run_preset(args, device)
+    preset = options.run_preset(args, device)
     problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
     plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
             if not args.solution or s.name in args.solution]
@@ -48,6 +48,8 @@ def run(args) -> int:
         print(f"gauntlet run on the CPU: {options.CPU_RUN_EDGES} edge cases and {options.CPU_RUN_EXAMPLES} examples "
               "per dtype and no timing (a smoke check; "
               "--examples N for more, a GPU for speed figures)", file=sys.stderr)
+    if preset:
+        print(f"gauntlet run on cuda: every dtype's correctness in full; {'; '.join(preset)}", file=sys.stderr)
     executor = options.executor(args, device)
     results = ResultsFile(Path(args.out), output.env(device), resume=not args.fresh)
     failed = 0
