@@ -52,6 +52,36 @@ def test_warm_fills_the_bytecode_cache_once_and_workers_are_pointed_at_it(cache)
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # a worker reads the cache; it never writes bytecode
 
 
+def test_judges_starting_at_once_warm_the_cache_once(cache, monkeypatch):
+    """`run` on cuda starts 4 judges per GPU: on a cold cache each ran its own warming process (13 s each on an
+    H100). Now one warms and the others wait for its stamp; a lock held past the wait goes on without the cache."""
+    import fcntl
+    import threading
+    fills = []
+
+    def fill(folder, stamp, timeout):
+        fills.append(timeout)
+        time.sleep(0.5)
+        stamp.touch()
+        return True
+
+    monkeypatch.setattr(bytecode, "_fill", fill)
+    got = []
+    judges = [threading.Thread(target=lambda: got.append(bytecode._warm(30.0))) for _ in range(4)]
+    for judge in judges:
+        judge.start()
+    for judge in judges:
+        judge.join()
+    assert got == [True] * 4 and len(fills) == 1
+    for old in bytecode.prefix().glob("warm-*"):
+        old.unlink()
+    with open(bytecode.prefix() / "warm.lock", "rb") as held:      # read-only is enough to hold a flock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t0 = time.monotonic()
+        assert bytecode._warm(0.3) is False and len(fills) == 1
+        assert time.monotonic() - t0 < 2.0
+
+
 def test_the_cache_is_left_alone_where_the_packages_have_their_bytecode(cache, monkeypatch):
     monkeypatch.setenv("GAUNTLET_PYCACHE", "")
     bytecode._needed.cache_clear()

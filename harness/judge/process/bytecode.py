@@ -19,12 +19,14 @@ is compiled again, never run stale.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import importlib.util
 import os
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -128,12 +130,38 @@ def warm(timeout: float = 300.0) -> bool:
 
 
 def _warm(timeout: float) -> bool:
+    """One warming per cache folder, however many judges start at once: `run` on cuda starts 4 judges per GPU, and
+    on a cold cache each ran its own warming process (seen on an H100: 12.5 to 13.1 s in each of the four first
+    judgements, four processes compiling the same modules side by side). The others wait on a lock and find the
+    stamp; one whose wait outlasts `timeout` goes on without the cache, as where none can be made."""
     folder = prefix()
     if folder is None:
         return False
     stamp = folder / f"warm-{_stamp()}"
     if stamp.exists():
         return True
+    deadline = time.monotonic() + timeout
+    try:
+        lock = os.open(folder / "warm.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+        if stamp.exists():                  # warmed by the judge that held the lock
+            return True
+        return _fill(folder, stamp, max(1.0, deadline - time.monotonic()))
+    finally:
+        os.close(lock)                      # drops the lock (the kernel drops it too if this process dies)
+
+
+def _fill(folder: Path, stamp: Path, timeout: float) -> bool:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
     env.update(PYTHONPYCACHEPREFIX=str(folder), PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="",
                **{triton_key.ENV: str(_triton_key_file(folder))})
