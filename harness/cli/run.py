@@ -22,8 +22,8 @@ def add(sub) -> None:
     p.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
     p.add_argument("--fresh", action="store_true", help="start the results file over instead of resuming")
     p.add_argument("--all-shapes", action="store_true",
-                   help=f"on cuda, time every benchmark shape (a leaderboard's breadth) instead of the first "
-                        f"{options.RUN_SHAPES} of each dtype; same as --max-shapes with the largest count")
+                   help=f"time every benchmark shape, a leaderboard's breadth (on cuda, run times the first "
+                        f"{options.RUN_SHAPES} shape(s) of each dtype unless told otherwise)")
     p.add_argument("--report", metavar="DIR", help="also write the leaderboard into DIR")
     p.add_argument("--json", action="store_true",
                    help="print exactly one JSON object on stdout: the results document (harness/schemas/"
