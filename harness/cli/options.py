@@ -162,7 +162,7 @@ def run_preset(args, device: str) -> list[str]:
     """`gauntlet run`'s defaults on cuda (RUN_SHAPES, RUN_OVERLAP), set on `args` where the user gave no value of
     their own; returns what was set, in words, for the run's first line (so nobody mistakes one timed shape for the
     whole range). UsageError for --all-shapes with --max-shapes (two answers to one question)."""
-    if getattr(args, "all_shapes", False) and args.max_shapes is not None:
+    if args.all_shapes and args.max_shapes is not None:
         raise UsageError("--all-shapes and --max-shapes both say how many shapes to time: give one")
     chose = []
     if device != "cuda":
