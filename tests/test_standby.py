@@ -104,26 +104,53 @@ def test_overlap_puts_k_slots_on_each_gpu_with_their_share_of_memory(monkeypatch
 
 
 def test_run_on_cuda_times_the_headline_shapes_with_judges_overlapped_unless_told_otherwise():
-    """`run`'s preset (harness.cli.options.run_preset): on cuda the first RUN_SHAPES shapes and RUN_OVERLAP judges per
-    GPU where the user gave neither; what the user gave stands; --all-shapes times every shape; nothing changes on
-    the CPU (no timing there) or for Ray (a task holds a whole GPU)."""
+    """`run`'s preset (harness.cli.options.run_preset): on cuda the first RUN_SHAPES shapes and run_overlap's judges
+    per GPU where the user gave neither; what the user gave stands; --all-shapes times every shape; nothing changes
+    on the CPU (no timing there) or for Ray (a task holds a whole GPU)."""
     from harness.cli import options
+    h100 = (16, 1, 79.2)                # the lent H100 host: 16 cores, one 80 GB card (79.2 GiB)
 
-    def preset(device="cuda", **given):
+    def preset(device="cuda", host=h100, **given):
         args = SimpleNamespace(**{"max_shapes": None, "all_shapes": False, "overlap": None, "executor": "local",
-                                  "no_timing": False, **given})
-        said = options.run_preset(args, device)
+                                  "no_timing": False, "gpus": None, **given})
+        said = options.run_preset(args, device, host)
         assert len(said) == (args.max_shapes != given.get("max_shapes")) + (args.overlap != given.get("overlap"))
         return args.max_shapes, args.overlap
 
-    assert preset() == (options.RUN_SHAPES, options.RUN_OVERLAP)
+    assert preset() == (options.RUN_SHAPES, 4)
     assert preset(max_shapes=3, overlap=1) == (3, 1)
-    assert preset(all_shapes=True) == (None, options.RUN_OVERLAP)
+    assert preset(all_shapes=True) == (None, 4)
     assert preset(executor="ray") == (options.RUN_SHAPES, None)
-    assert preset(no_timing=True) == (None, options.RUN_OVERLAP)        # nothing timed: no shape count to choose
+    assert preset(no_timing=True) == (None, 4)        # nothing timed: no shape count to choose
     assert preset("cpu") == (None, None)
     with pytest.raises(ValueError, match="--all-shapes and --max-shapes"):
         preset(all_shapes=True, max_shapes=2)
+    # The count follows the host: two cores a judge, 18 GiB of the card a judge, at least one, at most four.
+    assert preset(host=(32, 2, 139.8))[1] == 4          # 2 x H200, 32 cores
+    assert preset(host=(6, 1, 79.2))[1] == 3            # a runner with 6 cores for its H100
+    assert preset(host=(16, 4, 79.2))[1] == 2           # four cards share 16 cores
+    assert preset(host=(64, 1, 39.4))[1] == 2           # a 40 GB A100
+    assert preset(host=(64, 1, 22.0))[1] == 1           # a 24 GB card: one judge keeps the whole card's cases
+    assert preset(host=(2, 1, None))[1] == 1            # memory unknown, two cores
+    assert preset(host=(128, 1, None))[1] == options.RUN_OVERLAP_MAX
+
+
+def test_run_overlap_reads_the_host_without_starting_cuda(monkeypatch):
+    """The preset's host figures come from the process's CPU set, `--gpus` and the driver (NVML), not from a CUDA
+    context in the parent, which would hold memory on the card for the whole run."""
+    import torch
+
+    from harness import cards
+    from harness.cli import options
+
+    monkeypatch.setattr(cards.CardMemory, "current", classmethod(lambda cls: None))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(12)))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    args = SimpleNamespace(gpus="all")
+    assert options._host(args, "cuda") == (12, 3, None)
+    args.gpus = None
+    assert options._host(args, "cuda") == (12, 1, None)
 
 
 def test_overlapping_judges_on_one_device_judge_each_candidate_on_its_own(tmp_path):

@@ -3,6 +3,7 @@ helpers several commands call."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from harness import backends, discover
@@ -27,9 +28,9 @@ def executor_options(p: argparse.ArgumentParser) -> None:
                    help="judge on N GPUs of this host at once (all: every visible one): one judge process per GPU, "
                         "one candidate per GPU at a time; on a CPU, N logical slots (all: GAUNTLET_LOGICAL_GPUS)")
     p.add_argument("--overlap", type=int, default=None, metavar="K",
-                   help="K judges per GPU (default 1; on cuda, run: 4, eval-many --screen: 2): their correctness "
-                        "phases run side by side, each timing with the card alone; each judge gets 1/K of the GPU's "
-                        "memory")
+                   help="K judges per GPU (default 1; on cuda, run: 2 cores and 18 GiB of the card a judge, at "
+                        "most 4; eval-many --screen: 2): their correctness phases run side by side, each timing with "
+                        "the card alone; each judge gets 1/K of the GPU's memory")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: this host (default); ray: one Ray task per candidate, on the cluster at --address "
                         "or a local one (pip install 'gauntlet[ray]')")
@@ -151,17 +152,50 @@ CPU_RUN_EXAMPLES = 2
 
 CPU_RUN_EDGES = 2
 # `run` on cuda, unless told otherwise: the first RUN_SHAPES benchmark shapes of each dtype timed (a problem lists its
-# headline shape first) and RUN_OVERLAP judges per GPU. Why: at every shape and one judge, the shipped suite took
-# about 49 minutes of one card's judging (README), two thirds of it timing, and its correctness alone (a cold cache's
-# compiling, one judge) took longer than the ten minutes a push's CI can give it. Correctness is judged in full
-# (every dtype, every example); only the breadth of timing is a choice, and `--all-shapes` restores it.
-RUN_SHAPES, RUN_OVERLAP = 1, 4
+# headline shape first) and several judges per GPU (run_overlap). Why: at every shape and one judge, the shipped suite
+# took about 49 minutes of one card's judging (README), two thirds of it timing, and its correctness alone (a cold
+# cache's compiling, one judge) took longer than the ten minutes a push's CI can give it. Correctness is judged in
+# full (every dtype, every example); only the breadth of timing is a choice, and `--all-shapes` restores it.
+RUN_SHAPES = 1
+# Judges per GPU for `run`: as many as the host's cores and the card's memory carry, at most RUN_OVERLAP_MAX.
+# - RUN_OVERLAP_MAX: 4, the most that judged every shipped solution right on both cards we have (an 80 GB H100 and
+#   a 141 GB H200). At 6 on the H100, three were wrongly ruled errors (README, "judges per GPU"), and the suite was
+#   only about 10% faster.
+# - GIB_PER_JUDGE: a worker may hold its share of the card plus 2 GiB (harness.judge.process.watchdog), and timing
+#   attn_output's headline shape in fp32 held 17.8 GiB on the H100: below 18 GiB a judge, honest candidates are
+#   stopped. A 40 GB card gets 2 judges, a 24 GB one 1 (which also keeps the largest fuzzed cases that card allows).
+# - CORES_PER_JUDGE: a judge in its correctness phase and its candidate's worker kept about 1.5 cores busy at the
+#   peaks of that H100 run (6 judges, 16 cores: 4 busy on average, 9 at most); 2 leaves room for a cold cache's
+#   compiling.
+# Timed shapes take turns with the card alone whatever the count, so it moves wall time, never a figure.
+RUN_OVERLAP_MAX, CORES_PER_JUDGE, GIB_PER_JUDGE = 4, 2, 18
 
 
-def run_preset(args, device: str) -> list[str]:
-    """`gauntlet run`'s defaults on cuda (RUN_SHAPES, RUN_OVERLAP), set on `args` where the user gave no value of
+def run_overlap(cores: int, gpus: int, gib_per_gpu: float | None) -> int:
+    """Judges per GPU for `run` on a host of `cores` CPUs (those this process may use) judging on `gpus` GPUs of
+    `gib_per_gpu` GiB each (None: unknown, no bound from memory): at least 1, at most RUN_OVERLAP_MAX."""
+    by_cores = cores // (CORES_PER_JUDGE * max(1, gpus))
+    by_memory = int(gib_per_gpu // GIB_PER_JUDGE) if gib_per_gpu else RUN_OVERLAP_MAX
+    return max(1, min(RUN_OVERLAP_MAX, by_cores, by_memory))
+
+
+def _host(args, device: str) -> tuple[int, int, float | None]:
+    """(cores, GPUs judged on, GiB of the first) for run_overlap: the cores this process may run on, the GPUs
+    `--gpus` names (harness.executors.slots), the card's memory from the driver (no CUDA context started)."""
+    from harness import cards
+    from harness.executors import slots
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    gpus = len(slots.slot_devices(args.gpus or "1", device))
+    card = cards.CardMemory.current()
+    total = card.total() if card is not None else 0
+    return cores, gpus, (total / 2**30 if total else None)
+
+
+def run_preset(args, device: str, host=None) -> list[str]:
+    """`gauntlet run`'s defaults on cuda (RUN_SHAPES, run_overlap), set on `args` where the user gave no value of
     their own; returns what was set, in words, for the run's first line (so nobody mistakes one timed shape for the
-    whole range). UsageError for --all-shapes with --max-shapes (two answers to one question)."""
+    whole range). UsageError for --all-shapes with --max-shapes (two answers to one question). `host`: _host's
+    (cores, gpus, GiB), read from the machine when not given."""
     if args.all_shapes and args.max_shapes is not None:
         raise UsageError("--all-shapes and --max-shapes both say how many shapes to time: give one")
     chose = []
@@ -171,8 +205,11 @@ def run_preset(args, device: str) -> list[str]:
         args.max_shapes = RUN_SHAPES
         chose.append(f"the first {RUN_SHAPES} benchmark shape(s) of each dtype timed (--all-shapes for every one)")
     if args.overlap is None and args.executor != "ray":
-        args.overlap = RUN_OVERLAP
-        chose.append(f"{RUN_OVERLAP} judges per GPU (--overlap K)")
+        cores, gpus, gib = host if host is not None else _host(args, device)
+        args.overlap = run_overlap(cores, gpus, gib)
+        chose.append(f"{args.overlap} judges per GPU (--overlap K; from {cores} cores for {gpus} GPU(s)"
+                     + (f" of {gib:.0f} GiB" if gib else "") + f": {CORES_PER_JUDGE} cores and {GIB_PER_JUDGE} GiB "
+                     f"a judge, at most {RUN_OVERLAP_MAX})")
     return chose
 
 
