@@ -3,6 +3,8 @@ bounded on huge outputs (the judge ran out of memory on an H100 on bmm with K = 
 be exactly those of one pass over the whole output, and the judge must not keep earlier cases' expectations."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -77,3 +79,37 @@ def test_the_memory_estimate_holds_the_case_s_expectations_and_a_bounded_workspa
     small = memory.case_bytes(BMM, {**shape, "B": 1}, 2, calls=3)
     assert small < 16 * 8 * check.CHUNK_ELEMENTS + 1e9
     assert need < 80e9 * memory.USABLE           # it fits an H100 now; it did not run there before
+
+
+def test_an_output_with_a_short_leading_dim_is_cut_inside_it(monkeypatch):
+    """attn_scores' (1, 32, 4096, 4096) output is one leading row of 537M elements: cut along the leading dim only,
+    its comparison was one slab, and its spot check held 55 GB of temporaries on an H100. Slabs go as deep as needed,
+    cover every element once, and give the report of one pass."""
+    shape = (1, 32, 4096, 4096)
+    slabs = check._slabs(shape)
+    assert len(slabs) == 32 and all(math.prod(_extent(sl, shape)) <= check.CHUNK_ELEMENTS for _, sl in slabs)
+    for shape, chunk in (((1, 4, 6, 10), 25), ((2, 3, 50), 7), ((1, 1, 100), 30), ((2, 3), 1)):
+        monkeypatch.setattr(check, "CHUNK_ELEMENTS", chunk)
+        seen = torch.zeros(shape, dtype=torch.int64)
+        for start, sl in check._slabs(shape):
+            assert seen[sl].numel() <= max(chunk, 1) and seen[sl].dim() == len(shape)
+            assert check._at(start, (0,) * len(shape)) == tuple(s.start for s in sl) + (0,) * (len(shape) - len(sl))
+            seen[sl] += 1
+        assert bool((seen == 1).all()), shape
+    monkeypatch.setattr(check, "CHUNK_ELEMENTS", 1 << 24)
+
+    spec, expected = _case(shape={"B": 1, "M": 12, "N": 10, "K": 16})
+    wrong = expected.torch_out.clone()
+    wrong[0, 7, 3] += 2.0
+    wrong[0, 2, 9] += 0.5
+    wrong[0, 11, 0] = float("nan")
+    whole, slabbed = _both(wrong, expected, spec, monkeypatch, 25)
+    assert whole == slabbed and whole[0][0] == "nan_mismatch" and "first at (0, 11, 0)" in whole[0][1]
+    wrong[0, 11, 0] = expected.torch_out[0, 11, 0]
+    whole, slabbed = _both(wrong, expected, spec, monkeypatch, 25)
+    assert whole == slabbed and "2 of 120 element(s) outside" in whole[-1][1] and "first at (0, 2, 9)" in whole[-1][1]
+    assert "worst at (0, 7, 3)" in whole[-1][1]
+
+
+def _extent(sl, shape):
+    return [len(range(*s.indices(n))) for s, n in zip(sl, shape)] + list(shape[len(sl):])

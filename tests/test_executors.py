@@ -164,3 +164,32 @@ def test_a_slot_that_dies_costs_its_job_an_error_that_blames_the_harness(tmp_pat
         assert result["wall_s"] >= 1.0                  # eval-many's line needs it (a KeyError there on an H100)
     finally:
         ex.close()
+
+
+def test_a_judgement_that_fails_hands_its_gpu_memory_back(monkeypatch, tmp_path):
+    """A harness error mid-judgement leaves what its frames held in the allocator's cache (47 GB on an H100, and
+    the next judge's timed shape on that card could not build its inputs): the job's process hands it back before
+    its result goes out, whether the judgement ended well or not."""
+    import torch
+
+    from harness import discover
+    from harness.judge import evaluate as evaluate_module
+    from harness.judge.evaluate import Options
+    from harness.executors import task
+    freed = []
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: freed.append("empty_cache"))
+
+    def fails(problem, solution, opts):
+        held = torch.zeros(4)              # a frame's tensor, alive in the traceback while the error is recorded
+        raise RuntimeError(f"out of memory with {held.numel()} held")
+
+    monkeypatch.setattr(evaluate_module, "evaluate", fails)
+    path = tmp_path / "fine.py"
+    path.write_text("BACKEND = 'torch'\nimport torch\ndef solve(a, b):\n    return a @ b\n")
+    problem = discover.get_problem("gemm")
+    job = task.make_job(0, problem, discover.get_solution("gemm", str(path)),
+                        Options(device="cpu", examples=1, timing=False))
+    result = task.judge(job, where={"executor": "local", "slot": 0})
+    assert result["record"]["verdict"] == "error" and "out of memory with 4 held" in str(result["record"])
+    assert freed == ["empty_cache"]

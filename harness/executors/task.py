@@ -17,9 +17,11 @@ A result: {"index", "record" (the eval record as JSON), "peaks" (the ceilings th
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import time
 import traceback
@@ -152,9 +154,22 @@ def judge(job: dict, where: dict | None = None) -> dict:
     finally:
         if folder:
             shutil.rmtree(folder, ignore_errors=True)
+        release_gpu()
     record["path"] = job["path"]         # the driver's name for the file, wherever it was judged
     return {"index": job["index"], "record": record, "peaks": peaks, "where": where,
             "wall_s": round(time.monotonic() - t0, 2)}
+
+
+def release_gpu() -> None:
+    """Hand the allocator's reserve back to the card between two jobs of this process. A judgement that ended in a
+    harness error leaves what its frames held cached: on an H100 a slot kept 47 GB after a spot check ran out of
+    memory, and the next judge's timed shape on that card could not build its inputs. Other judges share the card
+    (--overlap), so nothing is kept for the next job."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return
+    gc.collect()
+    torch.cuda.empty_cache()
 
 
 def prestart(job: dict) -> None:

@@ -43,6 +43,7 @@ and fp64 accumulation in none, in any mode.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -117,23 +118,33 @@ FP32_UNIT_ROUNDOFF = 2.0**-24
 
 # The comparison's float64 temporaries (the output upcast, the rounded oracle, errors, interval ends, round_to's own)
 # number about fifteen per element. On the full output of a large case (bmm with K = 1 has a 4e9-element output within
-# its fuzz budget) they alone would fill an 80 GB GPU, so values are compared a slab of leading-dim rows at a time: the
-# workspace is bounded by CHUNK_ELEMENTS, whatever the case, and harness.judge.values.memory budgets it.
+# its fuzz budget) they alone would fill an 80 GB GPU, so values are compared a slab at a time: the workspace is
+# bounded by CHUNK_ELEMENTS, whatever the case, and harness.judge.values.memory budgets it. A slab is a run of rows
+# of the outermost dim whose rows fit, one index of each dim outside it: attn_scores' (1, 32, 4096, 4096) output
+# (537M elements in one leading row) is 32 slabs of one head each. Slicing only the leading dim left it whole, and
+# its spot check on an H100 held 55 GB of temporaries and ran out of memory beside the card's other judges.
 CHUNK_ELEMENTS = 1 << 24
 
 
-def _slabs(shape) -> list[tuple[int, object]]:
-    """(first row, index) pairs: leading-dim slices of at most CHUNK_ELEMENTS elements (one row at least); the
-    whole tensor for 0-d and empty outputs."""
-    if len(shape) == 0 or shape[0] == 0:
-        return [(0, ...)]
-    per_row = max(1, math.prod(shape[1:]))
-    rows = max(1, CHUNK_ELEMENTS // per_row)
-    return [(i, slice(i, min(i + rows, shape[0]))) for i in range(0, shape[0], rows)]
+def _slabs(shape) -> list[tuple[tuple, tuple]]:
+    """(start, index) pairs, in index order: `index` slices every dim (a length-1 slice outside the slab's dim, so
+    indices within a slab keep the output's rank) and `start` is the slab's first index in the dims it fixes. At most
+    CHUNK_ELEMENTS elements a slab, unless one element of the slab's dim is more (a last dim longer than that is cut
+    along itself). The whole tensor for 0-d and empty outputs."""
+    if len(shape) == 0 or 0 in shape:
+        return [((), ...)]
+    dim = 0
+    while dim < len(shape) - 1 and math.prod(shape[dim + 1:]) > CHUNK_ELEMENTS:
+        dim += 1
+    rows = max(1, CHUNK_ELEMENTS // math.prod(shape[dim + 1:]))
+    return [((*outer, j), tuple(slice(i, i + 1) for i in outer) + (slice(j, min(j + rows, shape[dim])),))
+            for outer in itertools.product(*(range(n) for n in shape[:dim]))
+            for j in range(0, shape[dim], rows)]
 
 
-def _at(offset: int, idx: tuple) -> tuple:
-    return (idx[0] + offset, *idx[1:]) if idx else idx
+def _at(start: tuple, idx: tuple) -> tuple:
+    """An index within a slab as an index of the whole output."""
+    return tuple(i + (start[k] if k < len(start) else 0) for k, i in enumerate(idx))
 
 
 def value_reasons(out: torch.Tensor, expected: Expected, spec: DtypeSpec) -> list[Reason]:
@@ -147,13 +158,13 @@ def value_reasons(out: torch.Tensor, expected: Expected, spec: DtypeSpec) -> lis
         return [Reason("wrong_shape", f"output shape {tuple(out.shape)}, expected {shape}")]
     sq = {"c": 0.0, "t": 0.0, "s": 0.0}
     over_total, over_numel, worst, first, rows = 0, 0, None, None, []
-    for offset, sl in _slabs(shape):
+    for start, sl in _slabs(shape):
         part = Expected(oracle=expected.oracle[sl], torch_out=expected.torch_out[sl], scale=expected.scale[sl],
                         exact_case=expected.exact_case)
         o = part.oracle
         out64 = out[sl].to(device=o.device, dtype=torch.float64)
         rounded = round_to(o.to(torch.float64), part.dtype)   # where the output dtype overflows, inf is right
-        bad = _nonfinite_mismatch(out64, rounded, offset)
+        bad = _nonfinite_mismatch(out64, rounded, start)
         if bad:
             # Report the whole output's count for that kind, as before: the remaining slabs only add to it.
             return [Reason("nan_mismatch", _nonfinite_total(bad, out, expected, shape))]
@@ -172,11 +183,11 @@ def value_reasons(out: torch.Tensor, expected: Expected, spec: DtypeSpec) -> lis
             over_total += n_over
             w = _worst(over, out64, o, lo, hi)
             if worst is None or w[0] > worst[0]:
-                worst = (w[0], _at(offset, w[1]), *w[2:])
+                worst = (w[0], _at(start, w[1]), *w[2:])
             if first is None:
-                first = _at(offset, tuple(int(i) for i in over.nonzero()[0]))
+                first = _at(start, tuple(int(i) for i in over.nonzero()[0]))
             if over.dim() and len(rows) < 8:
-                rows += [offset + int(i) for i in over.nonzero()[:, 0][:8]]
+                rows += [start[0] + int(i) for i in over.nonzero()[:, 0][:8]]
         del out64, finite, lo, hi, over
     reasons = []
     norm_c, norm_t, norm_s = (math.sqrt(sq[k]) for k in "cts")
@@ -241,29 +252,30 @@ def round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 _NONFINITE = (("NaN", torch.isnan), ("+inf", lambda x: x == float("inf")), ("-inf", lambda x: x == float("-inf")))
 
 
-def _nonfinite_mismatch(out64: torch.Tensor, rounded: torch.Tensor, offset: int = 0):
-    """(kind, first index) of the first NaN/Inf disagreement in this slab, or None."""
+def _nonfinite_mismatch(out64: torch.Tensor, rounded: torch.Tensor, start: tuple = ()):
+    """(kind, index within the slab, the slab's start, got, expected) of the slab's first NaN/Inf disagreement, or
+    None."""
     for name, pred in _NONFINITE:
         diff = pred(out64) != pred(rounded)
         if bool(diff.any()):
             idx = tuple(int(i) for i in diff.nonzero()[0])
-            return name, idx, offset, float(out64[idx]), float(rounded[idx])
+            return name, idx, start, float(out64[idx]), float(rounded[idx])
     return None
 
 
 def _nonfinite_total(bad, out, expected, shape) -> str:
     """The report for a NaN/Inf disagreement: its first position and how many elements disagree on that kind over
     the whole output (counted slab by slab)."""
-    name, idx, offset, got, want = bad
+    name, idx, first, got, want = bad
     pred = dict(_NONFINITE)[name]
     count = 0
     for start, sl in _slabs(shape):
-        if start < offset:
+        if start < first:
             continue                                   # slabs before the first disagreement have none of it
         o = expected.oracle[sl]
         count += int((pred(out[sl].to(device=o.device, dtype=torch.float64))
                       != pred(round_to(o.to(torch.float64), expected.dtype))).sum())
-    return (f"{count} element(s) disagree on {name}; first at {_at(offset, idx)}: "
+    return (f"{count} element(s) disagree on {name}; first at {_at(first, idx)}: "
             f"got {got:.6g}, expected {want:.6g}")
 
 
