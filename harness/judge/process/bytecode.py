@@ -32,7 +32,7 @@ from pathlib import Path
 
 from harness import discover
 from harness.backends import triton_key
-from harness.judge.process.cache import cache_root
+from harness.judge.process.cache import cache_root, flock_within
 
 
 def prefix() -> Path | None:
@@ -146,14 +146,8 @@ def _warm(timeout: float) -> bool:
     except OSError:
         return False
     try:
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.05)
+        if not flock_within(lock, fcntl.LOCK_EX, timeout):
+            return False
         if stamp.exists():                  # warmed by the judge that held the lock
             return True
         return _fill(folder, stamp, max(1.0, deadline - time.monotonic()))

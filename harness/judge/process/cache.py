@@ -4,8 +4,10 @@ the interpreter check's stamps), read whole and replaced atomically. Nothing in 
 right: a document that cannot be read is empty, one that cannot be written is measured again next time."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import time
 from pathlib import Path
 
 
@@ -37,6 +39,24 @@ def write_json(name: str, doc: dict) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def flock_within(fd: int, how: int, limit_s: float, first_pause_s: float = 0.005) -> bool:
+    """Take the flock(2) lock `how` (LOCK_SH or LOCK_EX) on `fd` within `limit_s` seconds; False when the time ran
+    out. Polled, with pauses doubling up to 50 ms: a blocking flock could not be bounded in time without a signal,
+    and a lock in this folder may be held by anyone the judge's user runs (a candidate that opened the file can only
+    delay). Shared by the GPU turns (harness.judge.timing.turns) and the bytecode cache's warming (bytecode)."""
+    deadline = time.monotonic() + limit_s
+    pause = first_pause_s
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 # -- a candidate file's own compiled kernels, kept for its next judgement ------------------------------------------

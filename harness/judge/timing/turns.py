@@ -35,7 +35,6 @@ import contextlib
 import fcntl
 import os
 import threading
-import time
 from pathlib import Path
 
 from harness.judge.process import cache
@@ -118,19 +117,10 @@ class Turns:
     def _take(self, fd: int, how: int, what: str) -> None:
         """Poll for the lock (a blocking flock could not be bounded in time without a signal)."""
         limit = wait_limit()
-        deadline = time.monotonic() + limit
-        pause = POLL_S
-        while True:
-            try:
-                fcntl.flock(fd, how | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TurnTimeout(f"harness error: {what}'s turn lock of GPU {self.key} was not free after "
-                                      f"{limit:.0f} s (GAUNTLET_TURN_WAIT_S); held by process(es) "
-                                      f"{holders(fd) or 'unknown'}: not a verdict on the candidate") from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.05)
+        if not cache.flock_within(fd, how, limit, POLL_S):
+            raise TurnTimeout(f"harness error: {what}'s turn lock of GPU {self.key} was not free after {limit:.0f} s "
+                              f"(GAUNTLET_TURN_WAIT_S); held by process(es) {holders(fd) or 'unknown'}: not a "
+                              "verdict on the candidate")
 
     def _open(self):
         if "gpu" in self._files:
