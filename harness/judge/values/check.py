@@ -127,10 +127,11 @@ CHUNK_ELEMENTS = 1 << 24
 
 
 def _slabs(shape) -> list[tuple[tuple, tuple]]:
-    """(start, index) pairs, in index order: `index` slices every dim (a length-1 slice outside the slab's dim, so
-    indices within a slab keep the output's rank) and `start` is the slab's first index in the dims it fixes. At most
-    CHUNK_ELEMENTS elements a slab, unless one element of the slab's dim is more (a last dim longer than that is cut
-    along itself). The whole tensor for 0-d and empty outputs."""
+    """(start, index) pairs, in index order, of at most CHUNK_ELEMENTS elements each. The slab's dim is the
+    outermost whose rows fit (the last dim itself, cut along its length, if none does); `index` is a length-1 slice
+    of each dim outside it (so an index within a slab keeps the output's rank), a run of rows of it, and the dims
+    inside it whole; `start` is the slab's first index in the dims `index` names. The whole tensor for 0-d and empty
+    outputs."""
     if len(shape) == 0 or 0 in shape:
         return [((), ...)]
     dim = 0
