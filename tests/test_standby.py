@@ -311,3 +311,27 @@ def test_an_early_start_that_fails_is_dropped_and_the_judgement_starts_its_own(m
     standby.prestart_judgement(problem, discover.get_solution("gemm", str(sol)),
                                SimpleNamespace(device="cpu", sandbox="auto"), baseline=False)
     assert standby._NEXT == {} and standby._PRESTARTED == []
+
+
+def test_the_time_left_counts_what_the_judgements_in_flight_still_have_to_run():
+    """harness.cli.output.time_left: in steady state the work left over the slots; at the end of a run, the long
+    judgements in flight, which the rate alone counts as average ones."""
+    from harness.cli.output import time_left
+    walls = [20.0] * 30 + [150.0] * 4          # mostly short, a few long (a suite's Triton files)
+    mean = sum(walls) / len(walls)
+    # Nothing in flight: the waiting steps' mean work over the slots, and never less than one step.
+    assert time_left(walls, [], 8, 4) == pytest.approx(8 * mean / 4)
+    assert time_left(walls, [], 1, 4) == pytest.approx(mean)
+    # One waiting behind four in flight: it starts when the first of them is done.
+    assert time_left(walls, [10.0, 10.0, 10.0, 10.0], 1, 4) == pytest.approx(min_left(walls, 10.0) + mean)
+    # Three in flight for 60 s, longer than every short step: each still has 150 - 60 s to go, however few wait.
+    assert time_left(walls, [60.0, 60.0, 60.0], 0, 4) == pytest.approx(90.0)
+    # One in flight past every finished step: half as long again, as a guess.
+    assert time_left(walls, [200.0], 0, 4) == pytest.approx(100.0)
+    # Just started: nearly a mean step each, spread over the slots with the waiting ones.
+    assert time_left(walls, [0.0] * 4, 4, 4) == pytest.approx(2 * mean)
+
+
+def min_left(walls, elapsed):
+    longer = [w for w in walls if w > elapsed]
+    return sum(longer) / len(longer) - elapsed

@@ -54,7 +54,9 @@ def run(args) -> int:
     results = ResultsFile(Path(args.out), output.env(device), resume=not args.fresh)
     failed = 0
     tally = {"resumed": 0, "re-judged": 0, "new": 0}
-    clock = {"t0": time.monotonic(), "done": 0}     # for the rate and the time left on each progress line
+    # For the rate and the time left on each progress line (harness.cli.output.progress): the judgements finished
+    # (their wall times) and those in flight (their starts), and how many ran at once.
+    clock = {"t0": time.monotonic(), "done": 0, "walls": [], "running": {}, "slots": 1}
     keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
     settled: set[str] = set()          # resumed or judged in this run, in the results file
     judging: set[str] = set()          # handed to a judge, no record yet
@@ -83,6 +85,8 @@ def run(args) -> int:
 
         def started(job, where):
             judging.add(keys[job["index"]])
+            clock["running"][keys[job["index"]]] = time.monotonic()
+            clock["slots"] = max(clock["slots"], len(clock["running"]))     # the executor's width, as seen
             on = f" on GPU {where['device']}" if where.get("device") else ""
             output.progress(len(settled), len(plan), keys[job["index"]], why[job["index"]][1] + on)
 
@@ -102,6 +106,8 @@ def run(args) -> int:
             failed += record.verdict not in ("pass", "unsupported")
             codes = ",".join(sorted({r["code"] for r in record.reasons}))
             clock["done"] += 1
+            clock["running"].pop(keys[i], None)
+            clock["walls"].append(result["wall_s"])
             on = f" on GPU {result['where']['device']}" if result["where"].get("executor") in ("local", "ray") \
                 and result["where"].get("device") else ""
             verdict = f"{record.verdict}{' (' + codes + ')' if codes else ''}"
