@@ -87,6 +87,18 @@ def test_failure_shrinks_and_prints_a_replay_command_that_reproduces_it():
     assert [r["code"] for r in replay.reasons] == ["mismatch"]
 
 
+def test_a_wrong_output_of_one_element_is_a_mismatch_not_stale_by_chance():
+    """A split-K kernel with a bf16 running sum, on a 1x1 gemm output: its wrong answer to a later call of the case
+    fell within an earlier call's element-wise budget, and the record said stale_output (CI, this very seed). Outputs
+    of under 16 elements are never called stale (harness.judge.calls.Judge._is_stale): a mismatch, failing all
+    the same; stale answers of larger outputs are still caught (test_cli_eval_json_reports_the_code_and_exit_1)."""
+    replay = evaluate(discover.get_problem("gemm"),
+                      discover.get_solution("gemm", str(BAD / "ksplit_bf16_accumulate_short_k.py")),
+                      Options(device="cpu", dtypes=("bfloat16",), case="M=1,N=1,K=1099,seed=1521838055",
+                              timing=False))
+    assert replay.verdict == "fail" and [r["code"] for r in replay.reasons] == ["mismatch"]
+
+
 def test_cli_eval_json_reports_the_code_and_exit_1():
     out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", str(BAD / "stale_cache_by_shape.py"),
                           "--device", "cpu", "--dtype", "float32", "--examples", "4", "--json"],
