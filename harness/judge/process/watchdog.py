@@ -133,19 +133,25 @@ def tree(root: int, extra: list[int] = ()) -> list[int]:
 
 
 TIMING_SETS, TIMING_OUTPUTS = 4, 7     # harness.child.timing.Bench: 3 input sets and a refill's; a batch's outputs
+# What building the sets and making the calls leave in the worker's allocator besides (measured on an H100, fp32
+# headline shapes, a worker told it had a sixth of the card): input-sized, each set's original before it is copied
+# into its guard bands and the input generator's temporaries (attn_output's softmax over masked logits; its worker
+# held 17.8 GiB, its baseline's more than 15.8, against 8.5 GiB of sets and outputs); output-sized, the call's own
+# temporaries (attn_scores' product before its scaling; its worker held 21.5 GiB against 14.3).
+TIMING_GENERATION, TIMING_WORKSPACE = 4, 3
 CONTEXT_SLACK = 2 * GIB               # the worker's CUDA context, cuBLAS and Triton workspaces, allocator rounding
 
 
 def timing_need(problem) -> int:
     """Bytes a worker's timing of the problem's largest benchmark shape holds (its input sets and a batch's outputs,
-    at 4 bytes an element: no shipped dtype is wider): timing runs with the card to one judge, and may need more than
-    a correctness share."""
+    and what making them leaves cached: TIMING_GENERATION, TIMING_WORKSPACE; at 4 bytes an element, no shipped dtype
+    is wider): timing runs with the card to one judge, and may need more than a correctness share."""
     widest, need = 4, 0.0
     for bench in problem.benchmark:
         shape = {k: v for k, v in bench.items() if k != "source"}
         try:
-            need = max(need, TIMING_SETS * problem.bytes(shape, widest, 0)
-                       + TIMING_OUTPUTS * problem.bytes(shape, 0, widest))
+            need = max(need, (TIMING_SETS + TIMING_GENERATION) * problem.bytes(shape, widest, 0)
+                       + (TIMING_OUTPUTS + TIMING_WORKSPACE) * problem.bytes(shape, 0, widest))
         except Exception:  # noqa: BLE001 - a formula that cannot be evaluated gives no figure; the share stands
             continue
     return int(need)
