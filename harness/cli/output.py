@@ -39,14 +39,12 @@ def progress(i: int, n: int, key: str, what: str, clock: dict | None = None) -> 
     filled = int(width * i / n)
     tail = ""
     if clock and clock.get("done"):
-        elapsed = time.monotonic() - clock["t0"]
-        per = elapsed / clock["done"]
+        now = time.monotonic()
+        per = (now - clock["t0"]) / clock["done"]
         left = per * (n - i)
         if clock.get("walls"):
-            now = time.monotonic()
             running = [now - t for t in clock.get("running", {}).values()]
-            left = time_left(clock["walls"], running, max(0, n - i - len(running)),
-                             max(1, clock.get("slots", 1), len(running)))
+            left = time_left(clock["walls"], running, max(0, n - i - len(running)), clock.get("slots", 1))
         tail = f"  [{3600 / per:.0f}/h, about {duration(left)} left]" if per > 0 and i < n else \
             f"  [{3600 / per:.0f}/h]" if per > 0 else ""
     print(f"[{'#' * filled}{'.' * (width - filled)}] {i}/{n} {key}: {what}{tail}", file=sys.stderr, flush=True)

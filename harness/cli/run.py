@@ -54,12 +54,12 @@ def run(args) -> int:
     results = ResultsFile(Path(args.out), output.env(device), resume=not args.fresh)
     failed = 0
     tally = {"resumed": 0, "re-judged": 0, "new": 0}
-    # For the rate and the time left on each progress line (harness.cli.output.progress): the judgements finished
-    # (their wall times) and those in flight (their starts), and how many ran at once.
-    clock = {"t0": time.monotonic(), "done": 0, "walls": [], "running": {}, "slots": 1}
     keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
     settled: set[str] = set()          # resumed or judged in this run, in the results file
-    judging: set[str] = set()          # handed to a judge, no record yet
+    judging: dict[str, float] = {}     # handed to a judge, no record yet: key -> when (monotonic)
+    # For the rate and the time left on each progress line (harness.cli.output.progress): the judgements finished
+    # (their wall times) and those in flight (`judging`), and how many ran at once.
+    clock = {"t0": time.monotonic(), "done": 0, "walls": [], "running": judging, "slots": 1}
     why: dict[int, tuple[str, str]] = {}   # plan index -> (tally entry, what the progress line says at its start)
     jobs = []
     ray = executor.kind == "ray"
@@ -84,9 +84,8 @@ def run(args) -> int:
             jobs.append(task.make_job(i, problem, solution, opts, ship_source=ray, expect=fp if ray else None))
 
         def started(job, where):
-            judging.add(keys[job["index"]])
-            clock["running"][keys[job["index"]]] = time.monotonic()
-            clock["slots"] = max(clock["slots"], len(clock["running"]))     # the executor's width, as seen
+            judging[keys[job["index"]]] = time.monotonic()
+            clock["slots"] = max(clock["slots"], len(judging))     # the executor's width, as seen
             on = f" on GPU {where['device']}" if where.get("device") else ""
             output.progress(len(settled), len(plan), keys[job["index"]], why[job["index"]][1] + on)
 
@@ -101,12 +100,11 @@ def run(args) -> int:
                     results.doc["peaks"] = {**results.doc.get("peaks", {}), **result["peaks"]}
                 results.add(record, order=keys)     # in the plan's order, whatever order judgements finish in
                 settled.add(keys[i])
-                judging.discard(keys[i])
+                judging.pop(keys[i], None)
                 tally[why[i][0]] += 1
             failed += record.verdict not in ("pass", "unsupported")
             codes = ",".join(sorted({r["code"] for r in record.reasons}))
             clock["done"] += 1
-            clock["running"].pop(keys[i], None)
             clock["walls"].append(result["wall_s"])
             on = f" on GPU {result['where']['device']}" if result["where"].get("executor") in ("local", "ray") \
                 and result["where"].get("device") else ""
