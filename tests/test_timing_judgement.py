@@ -9,7 +9,7 @@ import time
 import pytest
 
 from harness.judge.process import kernels, replies
-from harness.judge.timing import bench, peaks, scoring, starved, window
+from harness.judge.timing import bench, peaks, scoring, spots, starved, window
 from harness.judge.timing.bench import Schedule
 from harness.reasons import Reason
 
@@ -215,6 +215,7 @@ def _schedule(cand_ms=0.2, base_ms=0.25, **cand_kw):
 def test_schedule_interleaves_rounds_with_the_other_side_stopped():
     s, log = _schedule()
     s.run(budget_s=2.0)
+    spots.final_spots(s)             # after the turn alone, in the judge (harness.judge.timing.spots)
     s.end()
     batches = [(who, stopped) for who, op, stopped in log if op == "bench_batch"]
     assert len(batches) >= 2 * bench.MIN_ROUNDS
@@ -232,6 +233,7 @@ def test_a_shape_s_phases_say_where_its_wall_time_went():
     s, _ = _schedule()
     t0 = time.perf_counter()
     s.run(budget_s=30.0)            # a budget the rule, not the deadline, ends
+    spots.final_spots(s)
     s.end()
     wall = time.perf_counter() - t0
     phases = s.phases.record()
@@ -248,6 +250,7 @@ def test_rounds_cut_short_by_the_deadline_still_spot_check():
         s, _ = _schedule(cand_ms=0.01, base_ms=0.01, gap_ms=20.0)
         s.base.gap_ms = 20.0
         s.run(budget_s=0.5)            # planned for 8 rounds, cut at the 6th by the wall clock
+        spots.final_spots(s)
         assert len(s.spots) >= bench.SPOTS and not s.reasons
 
 
@@ -257,6 +260,7 @@ def test_a_shape_whose_minimum_of_rounds_overruns_its_budget_stops_at_the_budget
     def rounds(cand_ms, budget_s):
         s, _ = _schedule(cand_ms=cand_ms, base_ms=0.25, gap_ms=0.5)
         s.run(budget_s=budget_s)
+        spots.final_spots(s)
         assert not s.reasons and len(s.spots) >= min(bench.SPOTS, s.calls)
         return len({r["round"] for r in s.samples["candidate"]}), s.calls
     n, calls = rounds(60.0, 0.01)              # not even FLOOR_ROUNDS fit: the floor
@@ -695,6 +699,7 @@ def test_a_candidate_kernel_outside_the_window_is_tampering_in_the_schedule():
     s, _ = _schedule()
     s.cand.extra = (("_side_kernel", 500_000, 700_000),)
     s.run(budget_s=0.2)
+    spots.final_spots(s)
     assert [r.code for r in s.reasons] == ["tampering"] and "before the hold ended" in s.reasons[0].detail
     assert not s.spots
 

@@ -164,7 +164,7 @@ def _busy_shape(calls):
 
     def fake(judge, spec, shape, opts, record):
         calls.append(shape)
-        return {"dtype": spec.name, "shape": shape, "baselines": {}}, [Reason("background_work", "busy")], True
+        return {"dtype": spec.name, "shape": shape, "baselines": {}}, [Reason("background_work", "busy")], True, None
     return fake
 
 
@@ -341,7 +341,7 @@ def test_a_timed_entry_carries_its_card_and_the_span_it_held_the_card_alone(monk
 
     def shape(judge, spec, shape, opts, record):
         time.sleep(0.02)
-        return {"dtype": spec.name, "shape": shape, "baselines": {}}, [], False
+        return {"dtype": spec.name, "shape": shape, "baselines": {}}, [], False, None
     monkeypatch.setattr(timed, "_time_shape", shape)
     monkeypatch.setattr(turns, "alone", alone)
     monkeypatch.setattr(turns, "card", lambda device: "GPU-1234")
@@ -391,12 +391,26 @@ def _starved_entry(starved: int, shift: float | None = 0.001):
             "baselines": {"cublas": {"ms": 0.19, "starved_calls": [0, 40], "starved_shift": 0.0}}}
 
 
+class _Pending:
+    """Stands in for harness.judge.timing.spots.Pending: logs what became of a timed attempt's spot checks."""
+
+    def __init__(self, log: list):
+        self.log = log
+
+    def settle(self):
+        self.log.append("settle")
+        return []
+
+    def drop(self):
+        self.log.append("drop")
+
+
 def _turn_log(monkeypatch, host_others: int, starved: list, shift: float = 0.001):
     log: list = []
     turn = _recording(log)
 
     def shape(judge, spec, shape, opts, record):
-        return _starved_entry(starved.pop(0), shift), [], False
+        return _starved_entry(starved.pop(0), shift), [], False, _Pending(log)
     monkeypatch.setattr(timed, "_time_shape", shape)
     monkeypatch.setattr(turns, "alone", turn("alone"))
     monkeypatch.setattr(turns, "host_alone", turn("host_alone"))
@@ -409,33 +423,34 @@ def _turn_log(monkeypatch, host_others: int, starved: list, shift: float = 0.001
 def test_a_shape_starved_while_other_judges_share_the_host_is_timed_again_with_the_host_alone(monkeypatch):
     log = _turn_log(monkeypatch, host_others=3, starved=[30, 30])
     entry, reasons = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "host_alone"] and reasons == []
-    assert entry["host_alone"] is True and entry["starved_calls"] == [30, 40]   # the quiet host's figure stands
+    # the busy host's attempt is dropped unchecked; the quiet host's figure stands, and is spot-checked after its turn
+    assert log == ["alone", "drop", "host_alone", "settle"] and reasons == []
+    assert entry["host_alone"] is True and entry["starved_calls"] == [30, 40]
 
 
 def test_a_starved_shape_alone_on_the_host_or_a_clean_one_is_not_timed_again(monkeypatch):
     log = _turn_log(monkeypatch, host_others=0, starved=[30])          # nobody else: the launch is the side's own
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone"] and "host_alone" not in entry
+    assert log == ["alone", "settle"] and "host_alone" not in entry
     # 8 of 40 (a batch's first call, say) that moved the median by 0.1%: the figure is the GPU's, not the host's
     log = _turn_log(monkeypatch, host_others=3, starved=[8], shift=0.001)
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone"] and not timed.host_starved(entry)
+    assert log == ["alone", "settle"] and not timed.host_starved(entry)
 
 
 def test_a_few_starved_calls_that_moved_the_median_send_the_shape_to_a_quiet_host(monkeypatch):
     log = _turn_log(monkeypatch, host_others=3, starved=[8, 8], shift=timed.HOST_SHIFT * 2)
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "host_alone"] and entry["host_alone"] is True
+    assert log == ["alone", "drop", "host_alone", "settle"] and entry["host_alone"] is True
 
 
 def test_a_side_starved_with_the_host_quiet_sends_the_judgements_later_shapes_straight_to_a_quiet_host(monkeypatch):
     judge = _Judge()
     log = _turn_log(monkeypatch, host_others=3, starved=[30, 30, 30])      # host-bound by design: every call
     timed._time_shape_alone(judge, _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "host_alone"] and judge.host_bound
+    assert log == ["alone", "drop", "host_alone", "settle"] and judge.host_bound
     entry, _ = timed._time_shape_alone(judge, _Spec(), {"M": 2}, None, None)
-    assert log == ["alone", "host_alone", "host_alone"] and entry["host_alone"] is True   # timed once, not twice
+    assert log[4:] == ["host_alone", "settle"] and entry["host_alone"] is True   # timed once, not twice
 
 
 def test_a_starved_baseline_also_sends_the_shape_back_to_a_quiet_host():
@@ -550,3 +565,144 @@ def test_the_answer_built_for_a_timed_shapes_size_is_handed_back_before_the_work
     with pytest.raises(RuntimeError):
         timed._time_shape(judge, _Spec(), {"M": 1}, opts, SimpleNamespace(seed=0))
     assert events == ["empty_cache", "workers build their inputs", "end", "empty_cache"]
+
+
+# --- the spot checks: after the turn alone, with the card shared --------------------------------------------------
+
+def test_a_standing_figure_is_spot_checked_after_its_turn_alone_ends(monkeypatch):
+    """The spots' fetching and judging need no quiet card: they run once the turn alone is over (issue 17: they were
+    36 s of the 203 s one H100's suite held the card alone, while the other judges waited)."""
+    log: list = []
+
+    @contextlib.contextmanager
+    def alone(device):
+        log.append("alone")
+        yield
+        log.append("/alone")
+
+    monkeypatch.setattr(timed, "_time_shape", lambda *a: ({"dtype": "bfloat16", "shape": {}, "baselines": {}}, [],
+                                                          False, _Pending(log)))
+    monkeypatch.setattr(turns, "alone", alone)
+    monkeypatch.setattr(turns, "card", lambda device: "GPU-1")
+    monkeypatch.setattr(turns, "host_others", lambda device: 0)
+    timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
+    assert log == ["alone", "/alone", "settle"]
+
+
+class _SpotSchedule:
+    """A schedule whose rounds are over: what spots.Pending does with it, and in which turn."""
+
+    def __init__(self, log: list, calls: int = 5, fail: bool = False):
+        from harness.judge.timing.figures import Phases
+        self.log, self.calls, self.fail = log, calls, fail
+        self.spots, self.reasons, self.phases = [], [], Phases()
+        import random
+        self.rng = random.SystemRandom()
+
+    def _spot(self, index):
+        self.log.append(("fetch", index, turns_held[-1] if turns_held else None))
+        if self.fail:
+            raise RuntimeError("the candidate's worker died returning its output")
+        return {"seed": 1, "meta": {}}, []
+
+    def end(self):
+        self.log.append("end")
+
+    def second_clock(self, figs):
+        self.log.append("second clock")
+        return []
+
+
+turns_held: list = []      # the turns the fake sharing() below is inside, innermost last
+
+
+def _pending(monkeypatch, log, **kw):
+    from harness.judge.timing import peaks, spots
+
+    @contextlib.contextmanager
+    def sharing(device):
+        turns_held.append("sharing")
+        try:
+            yield
+        finally:
+            turns_held.pop()
+    monkeypatch.setattr(turns, "sharing", sharing)
+    monkeypatch.setattr(spots.torch.cuda, "empty_cache", lambda: log.append("empty_cache"))
+    monkeypatch.setattr(spots, "spot_checks", lambda judge, spec, shape, found, record:
+                        log.append(("judged", [i for i, _, _ in found], turns_held[-1] if turns_held else None))
+                        or [])
+    monkeypatch.setattr(peaks, "physics", lambda entry, ceilings, again: log.append("physics") or [])
+    schedule = _SpotSchedule(log, **kw)
+    judge = SimpleNamespace(device="cuda")
+    return spots.Pending(judge, _Spec(), {"M": 1}, schedule, {}, {}, SimpleNamespace(peaks={}), None), schedule
+
+
+def test_the_pending_spots_are_fetched_and_judged_with_the_card_shared_and_the_workers_then_let_go(monkeypatch):
+    from harness.judge.timing.bench import SPOTS
+    log: list = []
+    pending, schedule = _pending(monkeypatch, log)
+    pending.settle()
+    fetched = [e for e in log if isinstance(e, tuple) and e[0] == "fetch"]
+    assert len(fetched) == SPOTS and len({e[1] for e in fetched}) == SPOTS          # two distinct calls
+    assert all(e[2] == "sharing" for e in fetched)
+    rest = [e if not isinstance(e, tuple) else e[0] for e in log if not (isinstance(e, tuple) and e[0] == "fetch")]
+    assert rest == ["end", "empty_cache", "judged", "physics", "second clock"]
+    judged = next(e for e in log if isinstance(e, tuple) and e[0] == "judged")
+    assert judged[2] == "sharing" and sorted(judged[1]) == sorted(e[1] for e in fetched)
+    assert "spot_checks" in pending.entry["phases_s"]
+
+
+def test_a_worker_that_fails_returning_a_spot_still_has_its_timing_buffers_released(monkeypatch):
+    log: list = []
+    pending, _ = _pending(monkeypatch, log, fail=True)
+    with pytest.raises(RuntimeError, match="returning its output"):
+        pending.settle()
+    assert log[-2:] == ["end", "empty_cache"] and not turns_held
+
+
+def test_a_timed_shape_runs_its_rounds_alone_and_its_spots_shared_through_the_real_path(monkeypatch):
+    """timed._time_shape_alone over the real _time_shape: the rounds inside the turn alone, the workers' buffers
+    kept past it for the spots, fetched and judged in a shared turn after it; the buffers let go once; a shape the
+    judge could not build an answer for is a crash with nothing pending."""
+    log: list = []
+
+    class Schedule(_SpotSchedule):
+        def __init__(self, *args, **kw):
+            super().__init__(log)
+            self.samples, self.busy_gpu = {}, False
+
+        def run(self, budget):
+            log.append(("rounds", turns_held[-1] if turns_held else None))
+            self.samples = {"candidate": [1.0]}
+
+        def figures(self):
+            return {}
+
+    @contextlib.contextmanager
+    def alone(device):
+        turns_held.append("alone")
+        try:
+            yield
+        finally:
+            turns_held.pop()
+    pending, _ = _pending(monkeypatch, log)          # the fake sharing(), spot_checks and physics
+    monkeypatch.setattr(turns, "alone", alone)
+    monkeypatch.setattr(turns, "card", lambda device: "GPU-1")
+    monkeypatch.setattr(turns, "host_others", lambda device: 0)
+    monkeypatch.setattr(timed, "Schedule", Schedule)
+    monkeypatch.setattr(timed, "_entry", lambda *a: {"dtype": "bfloat16", "shape": {}, "baselines": {}})
+    probe = SimpleNamespace(oracle=SimpleNamespace(numel=lambda: 16))
+    monkeypatch.setattr(timed, "_probe", lambda judge, shape, spec: probe)
+    judge = SimpleNamespace(device="cuda", problem=SimpleNamespace(baselines={"cublas": None}), child=None,
+                            base=None, declared=frozenset(), custom=True)
+    opts = SimpleNamespace(case_timeout_s=1.0, timing_budget_s=1.0, peaks={})
+    entry, reasons = timed._time_shape_alone(judge, _Spec(), {"M": 1}, opts, SimpleNamespace(seed=0))
+    assert reasons == [] and "alone" in entry and "spot_checks" in entry["phases_s"]
+    steps = [e[0] if isinstance(e, tuple) else e for e in log]
+    # (the judge's reserve handed back after its probe and as the turn ends, the workers' once the spots are fetched)
+    assert steps == ["empty_cache", "rounds", "empty_cache", "fetch", "fetch", "end", "empty_cache", "judged",
+                     "physics", "second clock"]
+    assert log[1][1] == "alone" and all(e[2] == "sharing" for e in log if isinstance(e, tuple) and e[0] != "rounds")
+    monkeypatch.setattr(timed, "_probe", lambda judge, shape, spec: None)
+    entry, reasons = timed._time_shape_alone(judge, _Spec(), {"M": 1}, opts, SimpleNamespace(seed=0))
+    assert [r.code for r in reasons] == ["crash"] and entry["baselines"] == {}

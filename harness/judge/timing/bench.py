@@ -182,12 +182,8 @@ class Schedule:
                 self._batch(label, r, calls, hold_ms, spot=(label == "candidate" and self.rng.random() < SPOT_CHANCE))
                 if self.reasons:
                     return
-        # Rounds cut short by the deadline may have skipped a chosen spot round: the last candidate batch's outputs
-        # are still kept, so the missing spots come from it.
-        while len(self.spots) < min(SPOTS, calls) and not self.reasons:
-            taken = {index for index, _, _ in self.spots}
-            index = self.rng.choice([i for i in range(calls) if i not in taken] or list(range(calls)))
-            self.spots.append((index, *self._spot(index)))
+        # The guaranteed spots (SPOTS) come from the last candidate batch's kept outputs, after the card's turn
+        # alone: harness.judge.timing.spots.final_spots.
 
     def stop_now(self, baselines: list[str]) -> bool:
         with self.phases("stopping_rule"):

@@ -63,7 +63,8 @@ class Phases:
     `checks` (the parent's reading of each reply: windows, kernels, the quiet check), `stopping_rule`, `spots` (timed
     outputs fetched), `end`, and, from harness.judge.timing.timed, `expected` (the shape's answer) and
     `spot_checks`. Issue 17: a shape timed alone took 1.6 to 2.8 s on an H100 where its timed calls summed to a
-    fraction of that, and nothing said where the rest went."""
+    fraction of that, and nothing said where the rest went. The guaranteed spots' fetching, `end` and `spot_checks`
+    come after the card's turn alone (harness.judge.timing.spots): the entry's `alone` span does not hold them."""
 
     def __init__(self):
         self.spent = defaultdict(float)

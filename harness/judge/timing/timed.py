@@ -7,14 +7,12 @@ import time
 
 import torch
 
-from harness import protocol
 from harness.inputs import make_inputs
 from harness.judge.process import replies
 from harness.judge.process.isolate import Child, ChildFailed
-from harness.judge.timing import peaks, scoring, turns
+from harness.judge.timing import peaks, scoring, spots, turns
 from harness.judge.timing.bench import PRECISION, BaselineFailed, Schedule, TimingRejected
 from harness.judge.timing.figures import Phases
-from harness.judge.values import check, conventions, fuzz
 from harness.judge.values.oracle import expected_for
 from harness.reasons import Reason
 
@@ -156,7 +154,7 @@ def _time_shape_alone(judge, spec, shape, opts, record):
     while True:
         with turns.host_alone(judge.device) if host else turns.alone(judge.device):
             began = time.time()
-            entry, reasons, busy = _time_shape(judge, spec, shape, opts, record)
+            entry, reasons, busy, pending = _time_shape(judge, spec, shape, opts, record)
             # Microseconds: a judge waiting for the card stamps its start only after this one has let go, and a
             # coarser rounding could make two such spans touch.
             entry["alone"] = {"card": turns.card(judge.device), "from": round(began, 6),
@@ -175,8 +173,10 @@ def _time_shape_alone(judge, spec, shape, opts, record):
             return {"dtype": spec.name, "shape": shape, "baselines": {}, "baseline_errors": {"shared_gpu": detail}}, []
         if not host and not reasons and host_starved(entry) and turns.host_others(judge.device) > 0:
             host = True
+            pending.drop()             # a figure the busy host set: not kept, so not spot-checked
             continue
-        return entry, reasons
+        # The figure stands: its spot checks and physics, with the card shared (harness.judge.timing.spots).
+        return entry, reasons + (pending.settle() if pending else [])
 
 
 def host_starved(entry: dict) -> bool:
@@ -209,7 +209,7 @@ def _time_shape_held(judge, spec, shape, opts, record):
     if probe is None:
         return {"dtype": spec.name, "shape": shape, "baselines": {}}, \
             [Reason("crash", f"the judge ran out of GPU memory building {shape}'s answer while the candidate's "
-                             "process held the card")], False
+                             "process held the card")], False, None
     request = {"shape": shape, "dtype": spec.name, "max_blob": replies.blob_cap(probe.oracle.numel())}
     del probe
     if judge.device == "cuda":
@@ -225,20 +225,22 @@ def _time_shape_held(judge, spec, shape, opts, record):
         schedule.run(opts.timing_budget_s)
     except TimingRejected as exc:
         schedule.reasons += exc.reasons
-    finally:
+    except BaseException:
         schedule.end()
+        raise
     busy = schedule.busy_gpu and all(r.code == "background_work" for r in schedule.reasons)
     if schedule.reasons or "candidate" not in schedule.samples:
+        schedule.end()
         return {"dtype": spec.name, "shape": shape, "baselines": {}}, schedule.reasons or \
-            [Reason("crash", f"no timed call of the candidate completed on {shape}")], busy
-    figs = schedule.figures()
-    entry = _entry(problem, spec, shape, figs, schedule, record, opts.peaks)
-    with phases("spot_checks"):
-        reasons = _spot_checks(judge, spec, shape, schedule.spots, record)
-    entry["phases_s"] = phases.record()
-    reasons += peaks.physics(entry, opts.peaks, peaks.remeasure(judge, spec) if opts.peaks else None)
-    reasons += schedule.second_clock(figs)
-    return entry, reasons, False
+            [Reason("crash", f"no timed call of the candidate completed on {shape}")], busy, None
+    try:
+        figs = schedule.figures()
+        entry = _entry(problem, spec, shape, figs, schedule, record, opts.peaks)
+    except BaseException:
+        schedule.end()
+        raise
+    # The workers keep the shape's buffers (the last batch's outputs) until the spots are fetched, after the turn.
+    return entry, [], False, spots.Pending(judge, spec, shape, schedule, entry, figs, opts, record)
 
 
 def _probe(judge, shape, spec):
@@ -287,27 +289,3 @@ def _entry(problem, spec, shape, figs, schedule, record, ceilings) -> dict:
         if label in schedule.waits:
             entry["baselines"][label]["waits_for_gpu"] = True
     return entry
-
-
-def _spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
-    """Outputs of timed calls chosen after the fact are judged like any other: fast-and-wrong fails here."""
-    reasons = []
-    if not spots:
-        return [Reason("crash", f"no timed call on {shape} could be spot-checked")]
-    for index, header, blobs in spots:
-        if not header:
-            continue
-        inputs = make_inputs(judge.problem, shape, spec, header["seed"], judge.device)
-        expected = expected_for(judge.problem, inputs, spec)
-        found = check.structural_reasons(header["meta"], expected, judge.device, judge.problem.output_layout)
-        if not found:
-            out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(judge.device)
-            found = conventions.value_reasons(out, expected, spec)
-        for r in found:
-            r.detail = f"[timed call, {spec.name} {shape}] {r.detail}"
-            r.repro = fuzz.repro(record, spec, shape, header["seed"])
-        reasons += found
-        del inputs, expected
-        if found:
-            break
-    return reasons

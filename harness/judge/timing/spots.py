@@ -1,0 +1,92 @@
+"""A timed shape's spot checks, done after its turn alone on the card, with the card shared.
+
+A timed shape holds the card alone (harness.judge.timing.turns) while its rounds run: no other judge's correctness
+call or timing meanwhile. Its guaranteed spot checks (bench.SPOTS outputs of the last candidate batch, picked with
+SystemRandom once the rounds are over) need no quiet card: the outputs were snapshotted when each call's window
+closed (harness.child.timing.Bench.batch), and fetching one and judging it against the oracle is a correctness
+call like any other. Done inside the turn, they were 36 s of the 203 s that one H100's suite at the defaults held the
+card alone (85 timed shapes: 23.5 s fetching the outputs, 12.1 s building each answer and comparing), while the
+other three judges waited. So they now run after the turn, under `sharing()`, beside the other judges' correctness.
+
+What stays inside the turn: the rounds, with the spots picked by chance during them (bench.SPOT_CHANCE: a batch's
+outputs are replaced by the next batch's, so a spot chosen mid-rounds is fetched before the next batch runs), and the
+decision to time the shape again (harness.judge.timing.timed), which reads only the rounds. Only the attempt whose
+figure stands is spot-checked; a discarded attempt's workers let their timing buffers go (`drop`).
+"""
+from __future__ import annotations
+
+import torch
+
+from harness import protocol
+from harness.inputs import make_inputs
+from harness.judge.timing import peaks, turns
+from harness.judge.timing.bench import SPOTS
+from harness.judge.values import check, conventions, fuzz
+from harness.judge.values.oracle import expected_for
+from harness.reasons import Reason
+
+
+def final_spots(schedule) -> None:
+    """The guaranteed spots from the last candidate batch's kept outputs (rounds cut short by the deadline may have
+    skipped a spot chosen by chance), each call picked with SystemRandom now, after the rounds."""
+    while len(schedule.spots) < min(SPOTS, schedule.calls) and not schedule.reasons:
+        taken = {index for index, _, _ in schedule.spots}
+        index = schedule.rng.choice([i for i in range(schedule.calls) if i not in taken] or list(range(schedule.calls)))
+        schedule.spots.append((index, *schedule._spot(index)))
+
+
+class Pending:
+    """A timed shape whose rounds are over and whose figure stands, its spot checks and physics still to come."""
+
+    def __init__(self, judge, spec, shape, schedule, entry: dict, figs: dict, opts, record):
+        self.judge, self.spec, self.shape, self.schedule = judge, spec, shape, schedule
+        self.entry, self.figs, self.opts, self.record = entry, figs, opts, record
+
+    def settle(self) -> list[Reason]:
+        """Fetch the spots and judge them with the card shared, then the physics floor (a ceiling measured again
+        takes a turn alone of its own) and the second clock. Call it holding no turn."""
+        schedule, phases, device = self.schedule, self.schedule.phases, self.judge.device
+        with turns.sharing(device):
+            try:
+                final_spots(schedule)
+            finally:
+                self.drop()
+            with phases("spot_checks"):
+                reasons = spot_checks(self.judge, self.spec, self.shape, schedule.spots, self.record)
+        self.entry["phases_s"] = phases.record()
+        ceilings = self.opts.peaks
+        reasons += peaks.physics(self.entry, ceilings, peaks.remeasure(self.judge, self.spec) if ceilings else None)
+        reasons += schedule.second_clock(self.figs)
+        return reasons
+
+    def drop(self) -> None:
+        """The workers let the shape's timing buffers go (the kept outputs too) and both run again."""
+        try:
+            self.schedule.end()
+        finally:
+            if self.judge.device == "cuda":
+                torch.cuda.empty_cache()
+
+
+def spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
+    """Outputs of timed calls chosen after the fact are judged like any other: fast-and-wrong fails here."""
+    reasons = []
+    if not spots:
+        return [Reason("crash", f"no timed call on {shape} could be spot-checked")]
+    for index, header, blobs in spots:
+        if not header:
+            continue
+        inputs = make_inputs(judge.problem, shape, spec, header["seed"], judge.device)
+        expected = expected_for(judge.problem, inputs, spec)
+        found = check.structural_reasons(header["meta"], expected, judge.device, judge.problem.output_layout)
+        if not found:
+            out = protocol.tensor_from_wire(header["wire"], blobs[0]).to(judge.device)
+            found = conventions.value_reasons(out, expected, spec)
+        for r in found:
+            r.detail = f"[timed call, {spec.name} {shape}] {r.detail}"
+            r.repro = fuzz.repro(record, spec, shape, header["seed"])
+        reasons += found
+        del inputs, expected
+        if found:
+            break
+    return reasons
