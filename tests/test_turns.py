@@ -101,6 +101,52 @@ def test_a_waiting_timing_is_not_starved_by_a_stream_of_shared_turns(tmp_path):
     assert second_in > results["alone_at"]
 
 
+def test_a_turn_alone_made_shared_lets_correctness_in_and_keeps_timing_out_until_it_ends(tmp_path):
+    """Turns.share_from_alone (a timed shape's spots fetched after its rounds): the card is never let go, so another
+    judge's correctness call starts at once but another judge's timing waits for this turn's end; and the turn's
+    end releases everything (the next judge's turn alone is granted)."""
+    mine = Turns("card", tmp_path)
+    with mine.alone():
+        shared = _holder(tmp_path, "sharing", 0, wait=False)
+        time.sleep(0.5)
+        assert shared.poll() is None                 # still kept out while the turn is alone
+        mine.share_from_alone()
+        shared_in = float(shared.stdout.readline().split()[1])
+        timing = _holder(tmp_path, "alone", 0, wait=False)
+        time.sleep(0.5)
+        assert timing.poll() is None                 # the card is still held, shared
+        with mine.sharing():                         # nested: free, and nothing changes
+            pass
+        released = time.monotonic()
+    timing_in = float(timing.stdout.readline().split()[1])
+    shared.wait()
+    timing.wait()
+    assert shared_in < released and timing_in >= released - 0.05
+    with pytest.raises(RuntimeError, match="harness bug"):
+        with mine.alone():
+            mine.share_from_alone()
+            with mine.alone():                       # alone inside what is now a shared turn: refused
+                pass
+    with mine.sharing():
+        mine.share_from_alone()                      # not alone: nothing to do
+    with Turns("card", tmp_path).alone():            # and everything was let go
+        pass
+
+
+def test_share_now_makes_a_host_alone_turn_shared_on_the_host_and_the_card(tmp_path, monkeypatch):
+    card, host = Turns("card", tmp_path), Turns(turns.HOST_KEY, tmp_path)
+    monkeypatch.setattr(turns, "for_device", lambda device: card)
+    monkeypatch.setattr(turns, "_HOST", [host])
+    with turns.host_alone("cuda"):
+        others = [_holder(tmp_path, "sharing", 0, key=k, wait=False) for k in ("card", turns.HOST_KEY)]
+        time.sleep(0.5)
+        assert all(o.poll() is None for o in others)
+        turns.share_now("cuda")
+        for o in others:
+            assert o.stdout.readline().startswith("in")
+            o.wait()
+
+
 def test_turns_nest_within_a_process_and_never_upgrade(tmp_path):
     t = Turns("card", tmp_path)
     with t.alone():
@@ -397,6 +443,9 @@ class _Pending:
     def __init__(self, log: list):
         self.log = log
 
+    def fetch(self):
+        self.log.append("fetch")
+
     def settle(self):
         self.log.append("settle")
         return []
@@ -414,6 +463,7 @@ def _turn_log(monkeypatch, host_others: int, starved: list, shift: float = 0.001
     monkeypatch.setattr(timed, "_time_shape", shape)
     monkeypatch.setattr(turns, "alone", turn("alone"))
     monkeypatch.setattr(turns, "host_alone", turn("host_alone"))
+    monkeypatch.setattr(turns, "share_now", lambda device: log.append("share"))
     monkeypatch.setattr(turns, "card", lambda device: "GPU-1")
     monkeypatch.setattr(turns, "others", lambda device: 0)
     monkeypatch.setattr(turns, "host_others", lambda device: host_others)
@@ -424,33 +474,34 @@ def test_a_shape_starved_while_other_judges_share_the_host_is_timed_again_with_t
     log = _turn_log(monkeypatch, host_others=3, starved=[30, 30])
     entry, reasons = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
     # the busy host's attempt is dropped unchecked; the quiet host's figure stands, and is spot-checked after its turn
-    assert log == ["alone", "drop", "host_alone", "settle"] and reasons == []
+    assert log == ["alone", "drop", "host_alone", "share", "fetch", "settle"] and reasons == []
     assert entry["host_alone"] is True and entry["starved_calls"] == [30, 40]
 
 
 def test_a_starved_shape_alone_on_the_host_or_a_clean_one_is_not_timed_again(monkeypatch):
     log = _turn_log(monkeypatch, host_others=0, starved=[30])          # nobody else: the launch is the side's own
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "settle"] and "host_alone" not in entry
+    assert log == ["alone", "share", "fetch", "settle"] and "host_alone" not in entry
     # 8 of 40 (a batch's first call, say) that moved the median by 0.1%: the figure is the GPU's, not the host's
     log = _turn_log(monkeypatch, host_others=3, starved=[8], shift=0.001)
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "settle"] and not timed.host_starved(entry)
+    assert log == ["alone", "share", "fetch", "settle"] and not timed.host_starved(entry)
 
 
 def test_a_few_starved_calls_that_moved_the_median_send_the_shape_to_a_quiet_host(monkeypatch):
     log = _turn_log(monkeypatch, host_others=3, starved=[8, 8], shift=timed.HOST_SHIFT * 2)
     entry, _ = timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "drop", "host_alone", "settle"] and entry["host_alone"] is True
+    assert log == ["alone", "drop", "host_alone", "share", "fetch", "settle"] and entry["host_alone"] is True
 
 
 def test_a_side_starved_with_the_host_quiet_sends_the_judgements_later_shapes_straight_to_a_quiet_host(monkeypatch):
     judge = _Judge()
     log = _turn_log(monkeypatch, host_others=3, starved=[30, 30, 30])      # host-bound by design: every call
     timed._time_shape_alone(judge, _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "drop", "host_alone", "settle"] and judge.host_bound
+    assert log == ["alone", "drop", "host_alone", "share", "fetch", "settle"] and judge.host_bound
     entry, _ = timed._time_shape_alone(judge, _Spec(), {"M": 2}, None, None)
-    assert log[4:] == ["host_alone", "settle"] and entry["host_alone"] is True   # timed once, not twice
+    # timed once, not twice
+    assert log[6:] == ["host_alone", "share", "fetch", "settle"] and entry["host_alone"] is True
 
 
 def test_a_starved_baseline_also_sends_the_shape_back_to_a_quiet_host():
@@ -569,9 +620,24 @@ def test_the_answer_built_for_a_timed_shapes_size_is_handed_back_before_the_work
 
 # --- the spot checks: after the turn alone, with the card shared --------------------------------------------------
 
-def test_a_standing_figure_is_spot_checked_after_its_turn_alone_ends(monkeypatch):
-    """The spots' fetching and judging need no quiet card: they run once the turn alone is over (issue 17: they were
-    36 s of the 203 s one H100's suite held the card alone, while the other judges waited)."""
+turns_held: list = []      # the turns the fakes below are inside, innermost last
+
+
+def _fake_turn(name: str):
+    @contextlib.contextmanager
+    def cm(device):
+        turns_held.append(name)
+        try:
+            yield
+        finally:
+            turns_held.pop()
+    return cm
+
+
+def test_a_standing_figure_is_fetched_in_its_own_turn_made_shared_and_judged_after_it(monkeypatch):
+    """The spots need no quiet card (issue 17: fetched and judged inside the turn alone they were 36 s of the 203 s
+    one H100's suite held the card alone, while the other judges waited): the turn is made shared, the spots are
+    fetched and the workers' buffers let go in it, and they are judged after it."""
     log: list = []
 
     @contextlib.contextmanager
@@ -583,20 +649,22 @@ def test_a_standing_figure_is_spot_checked_after_its_turn_alone_ends(monkeypatch
     monkeypatch.setattr(timed, "_time_shape", lambda *a: ({"dtype": "bfloat16", "shape": {}, "baselines": {}}, [],
                                                           False, _Pending(log)))
     monkeypatch.setattr(turns, "alone", alone)
+    monkeypatch.setattr(turns, "share_now", lambda device: log.append("share"))
     monkeypatch.setattr(turns, "card", lambda device: "GPU-1")
     monkeypatch.setattr(turns, "host_others", lambda device: 0)
     timed._time_shape_alone(_Judge(), _Spec(), {"M": 1}, None, None)
-    assert log == ["alone", "/alone", "settle"]
+    assert log == ["alone", "share", "fetch", "/alone", "settle"]
 
 
 class _SpotSchedule:
     """A schedule whose rounds are over: what spots.Pending does with it, and in which turn."""
 
     def __init__(self, log: list, calls: int = 5, fail: bool = False):
+        import random
+
         from harness.judge.timing.figures import Phases
         self.log, self.calls, self.fail = log, calls, fail
         self.spots, self.reasons, self.phases = [], [], Phases()
-        import random
         self.rng = random.SystemRandom()
 
     def _spot(self, index):
@@ -613,57 +681,81 @@ class _SpotSchedule:
         return []
 
 
-turns_held: list = []      # the turns the fake sharing() below is inside, innermost last
-
-
-def _pending(monkeypatch, log, **kw):
+def _pending(monkeypatch, log, fits=True, oom=0, others=3, **kw):
+    """A spots.Pending over a _SpotSchedule, with sharing()/alone() faked; `oom`: how many spot judgements run out of
+    GPU memory first."""
     from harness.judge.timing import peaks, spots
+    left = [oom]
 
-    @contextlib.contextmanager
-    def sharing(device):
-        turns_held.append("sharing")
-        try:
-            yield
-        finally:
-            turns_held.pop()
-    monkeypatch.setattr(turns, "sharing", sharing)
+    def judged(judge, spec, shape, found, record):
+        log.append(("judged", [i for i, _, _ in found], turns_held[-1] if turns_held else None))
+        if left[0]:
+            left[0] -= 1
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return []
+    import torch
+    monkeypatch.setattr(turns, "sharing", _fake_turn("sharing"))
+    monkeypatch.setattr(turns, "alone", _fake_turn("alone"))
+    monkeypatch.setattr(turns, "others", lambda device: others)
     monkeypatch.setattr(spots.torch.cuda, "empty_cache", lambda: log.append("empty_cache"))
-    monkeypatch.setattr(spots, "spot_checks", lambda judge, spec, shape, found, record:
-                        log.append(("judged", [i for i, _, _ in found], turns_held[-1] if turns_held else None))
-                        or [])
+    monkeypatch.setattr(spots, "spot_checks", judged)
+    monkeypatch.setattr(spots, "_fits_share", lambda problem, shape, spec: fits)
     monkeypatch.setattr(peaks, "physics", lambda entry, ceilings, again: log.append("physics") or [])
     schedule = _SpotSchedule(log, **kw)
-    judge = SimpleNamespace(device="cuda")
+    judge = SimpleNamespace(device="cuda", problem=None)
     return spots.Pending(judge, _Spec(), {"M": 1}, schedule, {}, {}, SimpleNamespace(peaks={}), None), schedule
 
 
-def test_the_pending_spots_are_fetched_and_judged_with_the_card_shared_and_the_workers_then_let_go(monkeypatch):
+def _steps(log):
+    return [e[0] if isinstance(e, tuple) else e for e in log]
+
+
+def test_the_pending_spots_are_fetched_then_the_workers_let_go_then_judged_with_the_card_shared(monkeypatch):
     from harness.judge.timing.bench import SPOTS
     log: list = []
-    pending, schedule = _pending(monkeypatch, log)
-    pending.settle()
-    fetched = [e for e in log if isinstance(e, tuple) and e[0] == "fetch"]
+    pending, _ = _pending(monkeypatch, log)
+    pending.fetch()
+    fetched = [e for e in log if e[0] == "fetch"]
     assert len(fetched) == SPOTS and len({e[1] for e in fetched}) == SPOTS          # two distinct calls
-    assert all(e[2] == "sharing" for e in fetched)
-    rest = [e if not isinstance(e, tuple) else e[0] for e in log if not (isinstance(e, tuple) and e[0] == "fetch")]
-    assert rest == ["end", "empty_cache", "judged", "physics", "second clock"]
-    judged = next(e for e in log if isinstance(e, tuple) and e[0] == "judged")
+    assert _steps(log) == ["fetch"] * SPOTS + ["end", "empty_cache"]
+    pending.settle()
+    assert _steps(log)[SPOTS + 2:] == ["judged", "physics", "second clock"]
+    judged = log[SPOTS + 2]
     assert judged[2] == "sharing" and sorted(judged[1]) == sorted(e[1] for e in fetched)
-    assert "spot_checks" in pending.entry["phases_s"]
+    assert "spot_checks" in pending.entry["phases_s"] and not turns_held
+
+
+def test_a_spot_whose_answer_outgrows_the_share_or_runs_out_of_memory_shared_is_judged_alone(monkeypatch):
+    log: list = []
+    pending, _ = _pending(monkeypatch, log, fits=False)
+    pending.fetch()
+    pending.settle()
+    assert [e[2] for e in log if e[0] == "judged"] == ["alone"]
+    log.clear()
+    pending, _ = _pending(monkeypatch, log, oom=1)                  # pushed out by the other judges' calls
+    pending.fetch()
+    pending.settle()
+    assert [e[2] for e in log if e[0] == "judged"] == ["sharing", "alone"]
+    log.clear()
+    pending, _ = _pending(monkeypatch, log, oom=1, others=0)        # alone on the card: its own shortage
+    pending.fetch()
+    with pytest.raises(Exception, match="out of memory"):
+        pending.settle()
+    assert not turns_held
 
 
 def test_a_worker_that_fails_returning_a_spot_still_has_its_timing_buffers_released(monkeypatch):
     log: list = []
     pending, _ = _pending(monkeypatch, log, fail=True)
     with pytest.raises(RuntimeError, match="returning its output"):
-        pending.settle()
-    assert log[-2:] == ["end", "empty_cache"] and not turns_held
+        pending.fetch()
+    assert log[-2:] == ["end", "empty_cache"]
 
 
 def test_a_timed_shape_runs_its_rounds_alone_and_its_spots_shared_through_the_real_path(monkeypatch):
-    """timed._time_shape_alone over the real _time_shape: the rounds inside the turn alone, the workers' buffers
-    kept past it for the spots, fetched and judged in a shared turn after it; the buffers let go once; a shape the
-    judge could not build an answer for is a crash with nothing pending."""
+    """timed._time_shape_alone over the real _time_shape: the rounds inside the turn alone; the turn made shared, the
+    spots fetched and the workers' buffers let go in it; the spots judged after it, with the card shared; a shape
+    the judge could not build an answer for is a crash with nothing pending."""
     log: list = []
 
     class Schedule(_SpotSchedule):
@@ -678,15 +770,11 @@ def test_a_timed_shape_runs_its_rounds_alone_and_its_spots_shared_through_the_re
         def figures(self):
             return {}
 
-    @contextlib.contextmanager
-    def alone(device):
-        turns_held.append("alone")
-        try:
-            yield
-        finally:
-            turns_held.pop()
-    pending, _ = _pending(monkeypatch, log)          # the fake sharing(), spot_checks and physics
-    monkeypatch.setattr(turns, "alone", alone)
+    def share_now(device):
+        log.append("share")
+        turns_held[-1] = "alone, made shared"
+    _pending(monkeypatch, log)                # the fake sharing()/alone(), spot judgements and physics
+    monkeypatch.setattr(turns, "share_now", share_now)
     monkeypatch.setattr(turns, "card", lambda device: "GPU-1")
     monkeypatch.setattr(turns, "host_others", lambda device: 0)
     monkeypatch.setattr(timed, "Schedule", Schedule)
@@ -698,11 +786,12 @@ def test_a_timed_shape_runs_its_rounds_alone_and_its_spots_shared_through_the_re
     opts = SimpleNamespace(case_timeout_s=1.0, timing_budget_s=1.0, peaks={})
     entry, reasons = timed._time_shape_alone(judge, _Spec(), {"M": 1}, opts, SimpleNamespace(seed=0))
     assert reasons == [] and "alone" in entry and "spot_checks" in entry["phases_s"]
-    steps = [e[0] if isinstance(e, tuple) else e for e in log]
-    # (the judge's reserve handed back after its probe and as the turn ends, the workers' once the spots are fetched)
-    assert steps == ["empty_cache", "rounds", "empty_cache", "fetch", "fetch", "end", "empty_cache", "judged",
-                     "physics", "second clock"]
-    assert log[1][1] == "alone" and all(e[2] == "sharing" for e in log if isinstance(e, tuple) and e[0] != "rounds")
+    # (the judge's reserve handed back after its probe and as its shape ends, the workers' once the spots are fetched)
+    assert _steps(log) == ["empty_cache", "rounds", "empty_cache", "share", "fetch", "fetch", "end", "empty_cache",
+                           "judged", "physics", "second clock"]
+    where = {e[0] + str(i): e[-1] for i, e in enumerate(log) if isinstance(e, tuple)}
+    assert where == {"rounds1": "alone", "fetch4": "alone, made shared", "fetch5": "alone, made shared",
+                     "judged8": "sharing"} and not turns_held
     monkeypatch.setattr(timed, "_probe", lambda judge, shape, spec: None)
     entry, reasons = timed._time_shape_alone(judge, _Spec(), {"M": 1}, opts, SimpleNamespace(seed=0))
     assert [r.code for r in reasons] == ["crash"] and entry["baselines"] == {}

@@ -1,4 +1,4 @@
-"""A timed shape's spot checks, done after its turn alone on the card, with the card shared.
+"""A timed shape's spot checks, done once its turn alone on the card is over.
 
 A timed shape holds the card alone (harness.judge.timing.turns) while its rounds run: no other judge's correctness
 call or timing meanwhile. Its guaranteed spot checks (bench.SPOTS outputs of the last candidate batch, picked with
@@ -6,12 +6,18 @@ SystemRandom once the rounds are over) need no quiet card: the outputs were snap
 closed (harness.child.timing.Bench.batch), and fetching one and judging it against the oracle is a correctness
 call like any other. Done inside the turn, they were 36 s of the 203 s that one H100's suite at the defaults held the
 card alone (85 timed shapes: 23.5 s fetching the outputs, 12.1 s building each answer and comparing), while the
-other three judges waited. So they now run after the turn, under `sharing()`, beside the other judges' correctness.
+other three judges waited. So:
+- `Pending.fetch`, in the shape's own turn once it is made shared (turns.share_now): the spots fetched, then the
+  workers' timing buffers let go. The other judges' correctness calls go on meanwhile; no judge's timing starts
+  before the buffers are gone (a timing set can outgrow a judge's share of the card).
+- `Pending.settle`, after the turn: the spots judged in a shared turn of their own (alone where the answer
+  outgrows the judge's share, or ran out of memory beside other judges), then the physics floor and the second
+  clock.
 
-What stays inside the turn: the rounds, with the spots picked by chance during them (bench.SPOT_CHANCE: a batch's
-outputs are replaced by the next batch's, so a spot chosen mid-rounds is fetched before the next batch runs), and the
-decision to time the shape again (harness.judge.timing.timed), which reads only the rounds. Only the attempt whose
-figure stands is spot-checked; a discarded attempt's workers let their timing buffers go (`drop`).
+What stays inside the turn alone: the rounds, with the spots picked by chance during them (bench.SPOT_CHANCE: a
+batch's outputs are replaced by the next batch's, so a spot chosen mid-rounds is fetched before the next batch
+runs), and the decision to time the shape again (harness.judge.timing.timed), which reads only the rounds. Only the
+attempt whose figure stands is spot-checked; a discarded attempt's workers let their buffers go (`drop`).
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from harness import protocol
 from harness.inputs import make_inputs
 from harness.judge.timing import peaks, turns
 from harness.judge.timing.bench import SPOTS
-from harness.judge.values import check, conventions, fuzz
+from harness.judge.values import check, conventions, fuzz, memory
 from harness.judge.values.oracle import expected_for
 from harness.reasons import Reason
 
@@ -42,18 +48,24 @@ class Pending:
         self.judge, self.spec, self.shape, self.schedule = judge, spec, shape, schedule
         self.entry, self.figs, self.opts, self.record = entry, figs, opts, record
 
+    def fetch(self) -> None:
+        """The guaranteed spots fetched, then the workers let their timing buffers go. Call it in the shape's own
+        turn, made shared (turns.share_now): the workers' buffers (a timing set can outgrow a judge's share of the
+        card) never outlive the turn that let them be built, and no other judge's timing starts before they are
+        gone, while the other judges' correctness calls go on."""
+        try:
+            final_spots(self.schedule)
+        finally:
+            self.drop()
+
     def settle(self) -> list[Reason]:
-        """Fetch the spots and judge them with the card shared, then the physics floor (a ceiling measured again
-        takes a turn alone of its own) and the second clock. Call it holding no turn."""
-        schedule, phases, device = self.schedule, self.schedule.phases, self.judge.device
-        with turns.sharing(device):
-            try:
-                final_spots(schedule)
-            finally:
-                self.drop()
-            with phases("spot_checks"):
-                reasons = spot_checks(self.judge, self.spec, self.shape, schedule.spots, self.record)
-        self.entry["phases_s"] = phases.record()
+        """Judge the fetched spots with the card shared (alone where their answer outgrows this judge's share of the
+        card, or, beside other judges, ran out of memory shared), then the physics floor (a ceiling measured again
+        takes a turn alone of its own) and the second clock. Call it holding no turn, after `fetch`."""
+        schedule = self.schedule
+        with schedule.phases("spot_checks"):
+            reasons = _judge_spots(self.judge, self.spec, self.shape, schedule.spots, self.record)
+        self.entry["phases_s"] = schedule.phases.record()
         ceilings = self.opts.peaks
         reasons += peaks.physics(self.entry, ceilings, peaks.remeasure(self.judge, self.spec) if ceilings else None)
         reasons += schedule.second_clock(self.figs)
@@ -66,6 +78,34 @@ class Pending:
         finally:
             if self.judge.device == "cuda":
                 torch.cuda.empty_cache()
+
+
+def _judge_spots(judge, spec, shape, spots, record) -> list[Reason]:
+    device = judge.device
+    if device == "cuda" and not _fits_share(judge.problem, shape, spec):
+        with turns.alone(device):
+            return spot_checks(judge, spec, shape, spots, record)
+    try:
+        with turns.sharing(device):
+            return spot_checks(judge, spec, shape, spots, record)
+    except torch.OutOfMemoryError:
+        if device != "cuda" or turns.others(device) == 0:
+            raise
+    torch.cuda.empty_cache()
+    with turns.alone(device):               # the other judges' calls hold their memory until they end
+        return spot_checks(judge, spec, shape, spots, record)
+
+
+def _fits_share(problem, shape, spec) -> bool:
+    """Whether a spot check's answer at this shape (a case of one call, by the fuzzing's memory model) fits this
+    judge's share of the card: a benchmark shape is the problem's, not sized to any share (fp8_gemm_rowwise's
+    N=53248, K=16384 answer, its conventions in fp64, held 38 GB on an H100)."""
+    try:
+        total = torch.cuda.mem_get_info()[1]
+    except (RuntimeError, AssertionError):      # no card to read: nothing to share
+        return True
+    need = memory.case_bytes(problem, shape, spec.torch_dtype().itemsize, 1)
+    return need <= total * memory.USABLE / memory.judges_per_gpu()
 
 
 def spot_checks(judge, spec, shape, spots, record) -> list[Reason]:

@@ -159,6 +159,14 @@ def _time_shape_alone(judge, spec, shape, opts, record):
             # coarser rounding could make two such spans touch.
             entry["alone"] = {"card": turns.card(judge.device), "from": round(began, 6),
                               "until": round(time.time(), 6)}
+            retime = not host and host_starved(entry) and turns.host_others(judge.device) > 0
+            if pending and retime:
+                pending.drop()         # a figure the busy host set: not kept, so not spot-checked
+            elif pending:
+                # The figure stands: the card shared from here, its spots fetched and the workers' buffers let go
+                # before the turn ends (harness.judge.timing.spots).
+                turns.share_now(judge.device)
+                pending.fetch()
         if host:
             entry["host_alone"] = True
             if host_starved(entry):
@@ -171,11 +179,10 @@ def _time_shape_alone(judge, spec, shape, opts, record):
                       "other judge(s) share this card: the work may be another judge's candidate's, so no figure "
                       "and no verdict from it")
             return {"dtype": spec.name, "shape": shape, "baselines": {}, "baseline_errors": {"shared_gpu": detail}}, []
-        if not host and not reasons and host_starved(entry) and turns.host_others(judge.device) > 0:
+        if pending and retime:
             host = True
-            pending.drop()             # a figure the busy host set: not kept, so not spot-checked
             continue
-        # The figure stands: its spot checks and physics, with the card shared (harness.judge.timing.spots).
+        # The figure stands: its spots judged, and its physics (harness.judge.timing.spots).
         return entry, reasons + (pending.settle() if pending else [])
 
 

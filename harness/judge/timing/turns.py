@@ -11,6 +11,10 @@ per physical card (its UUID), in the judge's cache folder (harness.judge.process
 - `alone()`: timing one shape, measuring the ceilings, a baseline worker's first quiet-GPU reading. One judge, and
   no correctness call of any other judge, holds the card.
 
+`share_now()` turns a judge's turn alone into a shared one without letting go of the card (a timed shape's spot
+checks, once its rounds are over: harness.judge.timing.spots): other judges' correctness calls start again, and no
+other judge's turn alone starts before it ends.
+
 `alone()` is preferred: a judge waiting for it takes the gate first, so no new `sharing()` starts while it waits
 for those in flight to end (flock alone would let a stream of overlapping shared holders starve it). Both are
 re-entrant within a process (a ceiling re-measured inside a timed shape takes no second lock).
@@ -113,6 +117,19 @@ class Turns:
                 fcntl.flock(gpu, fcntl.LOCK_UN)
                 if mode == "alone":
                     fcntl.flock(gate, fcntl.LOCK_UN)
+
+    def share_from_alone(self) -> None:
+        """Turn this process's turn alone into a shared one without letting go of the card: other judges'
+        correctness calls start again at once, while no judge's turn alone can start before this one ends. The lock
+        is converted while this process still holds the gate (flock's conversion is not atomic, but no other judge
+        can reach the card's lock without the gate), then the gate is let go. A no-op unless this process holds a
+        turn alone, unnested (harness.judge.timing.timed: a timed shape's spots are fetched this way)."""
+        with self._lock:
+            if self._depth != 1 or self._mode != "alone" or "gpu" not in self._files:
+                return
+            fcntl.flock(self._files["gpu"], fcntl.LOCK_SH)
+            self._mode = "shared"
+            fcntl.flock(self._files["gate"], fcntl.LOCK_UN)
 
     def _take(self, fd: int, how: int, what: str) -> None:
         """Poll for the lock (a blocking flock could not be bounded in time without a signal)."""
@@ -265,6 +282,15 @@ def host_alone(device: str):
     host meanwhile (harness.judge.timing.timed: a shape whose timed calls the host starved is timed again this way)."""
     turns = for_device(device)
     return _with_host(turns.alone(), "alone") if turns is not None else contextlib.nullcontext()
+
+
+def share_now(device: str) -> None:
+    """Inside alone() or host_alone(): the card and the host shared from now on until the turn ends, held throughout
+    (Turns.share_from_alone; the host's first, so nothing ever waits on a lock this judge converts)."""
+    turns = for_device(device)
+    if turns is not None:
+        _host().share_from_alone()
+        turns.share_from_alone()
 
 
 def others(device: str) -> int:
