@@ -744,6 +744,23 @@ def test_a_spot_whose_answer_outgrows_the_share_or_runs_out_of_memory_shared_is_
     assert not turns_held
 
 
+def test_a_malformed_spot_reply_while_fetching_is_the_verdict_not_lost(monkeypatch):
+    """Schedule._spot records a malformed reply as `tampering` in the schedule's reasons and keeps an empty spot:
+    fetched after the rounds, that reason must still reach the record (no spot is judged, none could be)."""
+    from harness.reasons import Reason
+    log: list = []
+    pending, schedule = _pending(monkeypatch, log)
+
+    def malformed(index):
+        schedule.reasons.append(Reason("tampering", "malformed timing reply from the candidate's process"))
+        return {}, []
+    schedule._spot = malformed
+    pending.fetch()
+    reasons = pending.settle()
+    assert [r.code for r in reasons] == ["tampering"]
+    assert "judged" not in _steps(log) and log[-2:] == ["end", "empty_cache"]
+
+
 def test_a_worker_that_fails_returning_a_spot_still_has_its_timing_buffers_released(monkeypatch):
     log: list = []
     pending, _ = _pending(monkeypatch, log, fail=True)

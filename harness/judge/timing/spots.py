@@ -63,6 +63,9 @@ class Pending:
         card, or, beside other judges, ran out of memory shared), then the physics floor (a ceiling measured again
         takes a turn alone of its own) and the second clock. Call it holding no turn, after `fetch`."""
         schedule = self.schedule
+        if schedule.reasons:               # a malformed reply while fetching (Schedule._spot): that is the verdict
+            self.entry["phases_s"] = schedule.phases.record()
+            return list(schedule.reasons)
         with schedule.phases("spot_checks"):
             reasons = _judge_spots(self.judge, self.spec, self.shape, schedule.spots, self.record)
         self.entry["phases_s"] = schedule.phases.record()

@@ -246,7 +246,8 @@ def _time_shape_held(judge, spec, shape, opts, record):
     except BaseException:
         schedule.end()
         raise
-    # The workers keep the shape's buffers (the last batch's outputs) until the spots are fetched, after the turn.
+    # The workers keep the shape's buffers (the last batch's outputs) until the spots are fetched, in this turn made
+    # shared (harness.judge.timing.spots).
     return entry, [], False, spots.Pending(judge, spec, shape, schedule, entry, figs, opts, record)
 
 
