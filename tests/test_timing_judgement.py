@@ -165,6 +165,7 @@ class FakeWorker:
         self.waits = None               # the probe's waits_for_gpu (None: not sent, as for a short launch)
         self.holds: list = []           # hold_ms of every batch request
         self.starve_us = 0.0            # the GPU idles this long in each timed call, waiting for the host
+        self.batches = 0                # bench_batch requests answered (seeds each batch's per-call noise)
 
     def stop(self):
         self.stopped = True
@@ -187,7 +188,10 @@ class FakeWorker:
         if op == "bench_batch":
             n = header["calls"]
             self.holds.append(header["hold_ms"])
-            rng = random.Random(len(self.log))
+            # Seeded by this worker's own batch count: not by the shared log, whose length the spots picked by
+            # SystemRandom change (that made the jitter test fail now and then: 9 rounds where 40 were due).
+            self.batches += 1
+            rng = random.Random(1000 * self.batches + (self.name == "base"))
             ms = [self.ms * (1 + 0.01 * rng.uniform(-1, 1)) for _ in range(n)]
             timed = [_timed(self.kernel, x, extra=self.extra, starve_us=self.starve_us) for x in ms]
             hdr = {"ok": True, "ms": [t for _, t in timed], "host_ms": [0.05] * n, "flush_ms": [self.flush_ms] * n,
