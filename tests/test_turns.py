@@ -732,10 +732,14 @@ def test_a_spot_whose_answer_outgrows_the_share_or_runs_out_of_memory_shared_is_
     pending.settle()
     assert [e[2] for e in log if e[0] == "judged"] == ["alone"]
     log.clear()
+    from harness.judge.timing import spots
+    pauses: list = []
+    monkeypatch.setattr(spots.time, "sleep", pauses.append)
     pending, _ = _pending(monkeypatch, log, oom=1)                  # pushed out by the other judges' calls
     pending.fetch()
     pending.settle()
     assert [e[2] for e in log if e[0] == "judged"] == ["sharing", "alone"]
+    assert pauses == [1.0]                  # a second for a hoarding worker's watchdog, as a correctness call waits
     log.clear()
     pending, _ = _pending(monkeypatch, log, oom=1, others=0)        # alone on the card: its own shortage
     pending.fetch()

@@ -21,6 +21,8 @@ attempt whose figure stands is spot-checked; a discarded attempt's workers let t
 """
 from __future__ import annotations
 
+import time
+
 import torch
 
 from harness import protocol
@@ -94,8 +96,11 @@ def _judge_spots(judge, spec, shape, spots, record) -> list[Reason]:
     except torch.OutOfMemoryError:
         if device != "cuda" or turns.others(device) == 0:
             raise
+    # Pushed out beside other judges: once more with the card alone, a second later, as a correctness call is
+    # (harness.judge.calls.Judge.run_call: a worker past its share is stopped by its watchdog within a poll).
     torch.cuda.empty_cache()
-    with turns.alone(device):               # the other judges' calls hold their memory until they end
+    time.sleep(1.0)
+    with turns.alone(device):
         return spot_checks(judge, spec, shape, spots, record)
 
 
@@ -107,8 +112,8 @@ def _fits_share(problem, shape, spec) -> bool:
         total = torch.cuda.mem_get_info()[1]
     except (RuntimeError, AssertionError):      # no card to read: nothing to share
         return True
-    need = memory.case_bytes(problem, shape, spec.torch_dtype().itemsize, 1)
-    return need <= total * memory.USABLE / memory.judges_per_gpu()
+    share = memory.MemoryBudget("cuda", total, memory.judges_per_gpu())
+    return memory.case_bytes(problem, shape, spec.torch_dtype().itemsize, 1) <= share.usable
 
 
 def spot_checks(judge, spec, shape, spots, record) -> list[Reason]:
