@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -80,6 +81,60 @@ def test_judges_starting_at_once_warm_the_cache_once(cache, monkeypatch):
         t0 = time.monotonic()
         assert bytecode._warm(0.3) is False and len(fills) == 1
         assert time.monotonic() - t0 < 2.0
+
+
+def test_warm_soon_warms_in_the_background_and_the_judges_find_its_stamp(cache, monkeypatch):
+    """A driver starts the warming before its judges (bytecode.warm_soon): it returns at once, and a judge's own
+    warm() waits for that one warming instead of starting a second (on an H100's cold cache every judge sat idle
+    15 s for it after its own start-up)."""
+    fills = []
+
+    def fill(folder, stamp, timeout):
+        fills.append(timeout)
+        time.sleep(0.5)
+        stamp.touch()
+        return True
+
+    monkeypatch.setattr(bytecode, "_fill", fill)
+    t0 = time.monotonic()
+    bytecode.warm_soon()
+    assert time.monotonic() - t0 < 0.3
+    deadline = time.monotonic() + 5
+    while not fills and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fills, "warm_soon started no warming"
+    got = []
+    judge = threading.Thread(target=lambda: got.append(bytecode._warm(30.0)))   # another judge, same cache
+    judge.start()
+    judge.join()
+    assert got == [True] and len(fills) == 1
+    bytecode.warm_soon()                          # warmed: nothing more is started
+    time.sleep(0.1)
+    assert len(fills) == 1
+
+
+def test_warm_soon_does_nothing_where_no_cache_is_needed(cache, monkeypatch):
+    monkeypatch.setenv("GAUNTLET_PYCACHE", "never")
+    bytecode._needed.cache_clear()
+    monkeypatch.setattr(bytecode, "_fill", lambda *a: pytest.fail("warmed a cache that is not needed"))
+    bytecode.warm_soon()
+    time.sleep(0.1)
+    assert [t for t in threading.enumerate() if t.name == "gauntlet-bytecode-warm"] == []
+
+
+def test_a_judge_slot_imports_through_the_bytecode_cache(cache):
+    """A slot (harness.executors.slot, `run`'s judges) reads and fills the judge's bytecode cache as the `gauntlet`
+    process does: before, it compiled torch from source at every start where site-packages has no __pycache__."""
+    from harness.executors.local import package_parent
+    env = dict(os.environ, GAUNTLET_CACHE=str(cache), GAUNTLET_PYCACHE="always",
+               PYTHONPATH=os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH", "")])))
+    done = subprocess.run([sys.executable, "-P", "-m", "harness.executors.slot"], env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    folder = bytecode.prefix()
+    names = {str(p.relative_to(folder)) for p in folder.rglob("*.pyc")}
+    assert any(n.endswith("harness/executors/task.cpython-%d%d.pyc" % sys.version_info[:2]) for n in names)
+    assert any("torch/__init__." in n for n in names)
 
 
 def test_the_cache_is_left_alone_where_the_packages_have_their_bytecode(cache, monkeypatch):

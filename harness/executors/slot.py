@@ -21,6 +21,11 @@ def main() -> int:
     os.dup2(2, 1)                     # stray prints (a library's warning) go to stderr, not into the results
     sys.stdout = sys.stderr
     _die_with_parent()
+    # The judge's bytecode cache, as the `gauntlet` process uses it (harness.judge.process.bytecode), before torch
+    # is imported: where the installed packages have no __pycache__, a slot compiled torch from source at every
+    # start (7 s of the 10 s before an H100 run's first judgement began, with the cache warm).
+    from harness.judge.process import bytecode
+    bytecode.use_in_this_process()
     from harness.judge.process import standby
     from harness.executors import task
     task.prepare_process()

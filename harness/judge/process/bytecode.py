@@ -119,6 +119,18 @@ def _stamp() -> str:
 _WARM: dict = {}
 
 
+def warm_soon() -> None:
+    """Start `warm()` in a thread of this process and return at once: a driver about to start judges (`run`,
+    `eval-many`, `eval`) has the workers' bytecode compiled while the judges start. Without it, on a cold cache
+    the first judgement of every judge waited for the warming after its own start-up and the ceilings (an H100,
+    call C of session 23: 15 s between the ceilings and the first worker's start, every judge idle). The judges'
+    own `warm()` then waits on the lock and finds the stamp; where the stamp is there already this costs a stat."""
+    import threading
+    if "done" in _WARM or prefix() is None:
+        return
+    threading.Thread(target=warm, name="gauntlet-bytecode-warm", daemon=True).start()
+
+
 def warm(timeout: float = 300.0) -> bool:
     """Fill the cache once per interpreter, package versions and harness files: a process that runs no candidate
     code imports what a worker imports (torch, the profiler's lazy imports, Triton, the harness...). Later runs find
