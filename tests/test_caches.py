@@ -113,6 +113,17 @@ def test_warm_soon_warms_in_the_background_and_the_judges_find_its_stamp(cache, 
     assert len(fills) == 1
 
 
+def test_the_commands_that_start_workers_warm_soon_and_the_others_do_not(cache, monkeypatch, tmp_path):
+    from harness.cli.main import main
+    asked = []
+    monkeypatch.setattr(bytecode, "warm_soon", lambda: asked.append(1))
+    out = str(tmp_path / "r.json")
+    assert main(["run", "--problem", "no_such_problem", "--device", "cpu", "--out", out]) == 2   # a usage error
+    assert asked == [1]
+    assert main(["list"]) == 0
+    assert asked == [1]
+
+
 def test_warm_soon_does_nothing_where_no_cache_is_needed(cache, monkeypatch):
     monkeypatch.setenv("GAUNTLET_PYCACHE", "never")
     bytecode._needed.cache_clear()

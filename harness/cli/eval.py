@@ -49,8 +49,6 @@ def run(args) -> int:
         from harness.judge.values import fuzz
         widest = max(problem.dtypes[d].torch_dtype().itemsize for d in (opts.dtypes or problem.dtypes))
         fuzz.check_case(opts.case, problem, device, widest)      # a usage error, before any process starts
-    from harness.judge.process import bytecode
-    bytecode.warm_soon()               # the workers' bytecode (a cold cache) compiled while the ceilings are read
     if device == "cuda" and opts.timing and not opts.case:
         opts.peaks = options.peaks(problem, opts.dtypes)
     status = None

@@ -26,6 +26,7 @@ INTERNAL_ERROR = 3          # exit status of a harness bug (0/1: verdicts, 2: us
 # What the user gave and Gauntlet refused: an argument, a file, a setting, a search path, a stored results file.
 USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable, CompareError, BadResults)
 LEADERBOARD_COMMANDS = ("run", "report")   # the commands that import reports.leaderboard (after candidates ran)
+JUDGING_COMMANDS = ("eval", "eval-many", "run", "mutate")   # the commands that start workers
 COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    # in `gauntlet --help`'s order
 
 
@@ -82,6 +83,8 @@ def _main(argv: list[str]) -> int:
                             f"{stopped.resume_command(argv)}")
             previous = discover.use(options.search_path(args))
             try:
+                if args.command in JUDGING_COMMANDS:
+                    bytecode.warm_soon()     # the workers' bytecode, compiled beside this process's own imports
                 if getattr(args, "prestart", None):
                     args.prestart(args)      # workers started gated, before the imports below (harness.cli.eval)
                 _import_everything(args.command)

@@ -124,10 +124,12 @@ def warm_soon() -> None:
     `eval-many`, `eval`) has the workers' bytecode compiled while the judges start. Without it, on a cold cache
     the first judgement of every judge waited for the warming after its own start-up and the ceilings (an H100,
     call C of session 23: 15 s between the ceilings and the first worker's start, every judge idle). The judges'
-    own `warm()` then waits on the lock and finds the stamp; where the stamp is there already this costs a stat."""
+    own `warm()` then waits on the lock and finds the stamp; where the stamp is there already this costs a stat.
+    Once per process: a second call does nothing."""
     import threading
-    if "done" in _WARM or prefix() is None:
+    if "done" in _WARM or "soon" in _WARM or prefix() is None:
         return
+    _WARM["soon"] = True
     threading.Thread(target=warm, name="gauntlet-bytecode-warm", daemon=True).start()
 
 
