@@ -36,7 +36,15 @@ def make_inputs(shape, dtype, seed, device):
 
 
 def reference(a, w, bias):
-    return F.gelu(a @ w.t() + bias)   # approximate="none": the exact, erf-based GELU
+    """nn.Linear then nn.GELU, as a PyTorch user runs them (and as the `eager` baseline does): F.linear is
+    addmm(bias, A, W^T), the bias added in cuBLAS's epilogue. In float64 this is the oracle; in a 16-bit dtype it is
+    "torch's own answer" that the checker admits element by element and scales the norm-wise budget by
+    (harness/judge/values/check.py). It was `gelu(a @ w.t() + bias)`, the same function, but not the same 16-bit
+    answer: with torch's default allow_{fp16,bf16}_reduced_precision_reduction, cuBLAS may reduce split-K partial
+    sums in 16 bits, and on an H100 the eager path then erred by up to 7.8 u (fp16, 16x4500x9000) and 7.4 u
+    (bf16, 257x129x6000) of the error scale, past k_elem, while the three-rounding path stayed under 2 u: the
+    shipped torch_eager failed a fuzzed fp16 case (513x513x4093). See problem.yaml."""
+    return F.gelu(F.linear(a, w, bias))   # approximate="none": the exact, erf-based GELU
 
 
 def _gelu_prime(h):
