@@ -27,6 +27,21 @@ def cache(tmp_path, monkeypatch):
     bytecode._needed.cache_clear()
 
 
+@pytest.fixture
+def slow_fill(monkeypatch):
+    """bytecode._fill replaced by a half-second stand-in that writes the stamp; the list of its calls' timeouts."""
+    fills = []
+
+    def fill(folder, stamp, timeout):
+        fills.append(timeout)
+        time.sleep(0.5)
+        stamp.touch()
+        return True
+
+    monkeypatch.setattr(bytecode, "_fill", fill)
+    return fills
+
+
 def test_the_cache_stamp_covers_the_whole_harness_package():
     """What the worker runs (harness/child) and what the judge runs alike: a change to either refreshes the cache.
     After issue 21's move the stamp covered harness/judge only."""
@@ -53,20 +68,11 @@ def test_warm_fills_the_bytecode_cache_once_and_workers_are_pointed_at_it(cache)
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # a worker reads the cache; it never writes bytecode
 
 
-def test_judges_starting_at_once_warm_the_cache_once(cache, monkeypatch):
+def test_judges_starting_at_once_warm_the_cache_once(cache, slow_fill):
     """`run` on cuda starts 4 judges per GPU: on a cold cache each ran its own warming process (13 s each on an
     H100). Now one warms and the others wait for its stamp; a lock held past the wait goes on without the cache."""
     import fcntl
-    import threading
-    fills = []
-
-    def fill(folder, stamp, timeout):
-        fills.append(timeout)
-        time.sleep(0.5)
-        stamp.touch()
-        return True
-
-    monkeypatch.setattr(bytecode, "_fill", fill)
+    fills = slow_fill
     got = []
     judges = [threading.Thread(target=lambda: got.append(bytecode._warm(30.0))) for _ in range(4)]
     for judge in judges:
@@ -83,19 +89,11 @@ def test_judges_starting_at_once_warm_the_cache_once(cache, monkeypatch):
         assert time.monotonic() - t0 < 2.0
 
 
-def test_warm_soon_warms_in_the_background_and_the_judges_find_its_stamp(cache, monkeypatch):
+def test_warm_soon_warms_in_the_background_and_the_judges_find_its_stamp(cache, slow_fill):
     """A driver starts the warming before its judges (bytecode.warm_soon): it returns at once, and a judge's own
     warm() waits for that one warming instead of starting a second (on an H100's cold cache every judge sat idle
     15 s for it after its own start-up)."""
-    fills = []
-
-    def fill(folder, stamp, timeout):
-        fills.append(timeout)
-        time.sleep(0.5)
-        stamp.touch()
-        return True
-
-    monkeypatch.setattr(bytecode, "_fill", fill)
+    fills = slow_fill
     t0 = time.monotonic()
     bytecode.warm_soon()
     assert time.monotonic() - t0 < 0.3

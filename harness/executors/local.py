@@ -106,9 +106,6 @@ class LocalExecutor:
         """Yield (job, result) as each finishes, in whatever order they finish; `on_start(job, where)` is told
         when a slot takes a job."""
         pending = collections.deque(jobs)
-        if not self.slots and jobs:
-            from harness.judge.process import bytecode
-            bytecode.warm_soon()       # the workers' bytecode, compiled while the slots start (bytecode.warm_soon)
         if not self.slots:
             self.slots = [Slot(i, d, self.overlap) for i, d in enumerate(self.devices[:max(1, len(jobs))])]
         with selectors.DefaultSelector() as sel:
