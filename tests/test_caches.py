@@ -68,6 +68,32 @@ def test_warm_fills_the_bytecode_cache_once_and_workers_are_pointed_at_it(cache)
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # a worker reads the cache; it never writes bytecode
 
 
+def test_the_warming_compiles_whole_folders_in_parallel_first(tmp_path, monkeypatch):
+    """harness.child.warm.precompile: the standard library and the named packages (torch, the harness...), test
+    folders left out, compiled into the cache folder by several processes before the import chain runs; and no
+    parallel pass where the host has under 4 cores."""
+    from harness.child import warm
+    files = warm._sources()
+    names = {Path(f).as_posix() for f in files}
+    assert any(n.endswith("/torch/__init__.py") for n in names)
+    assert any(n.endswith("/harness/child/worker.py") for n in names)
+    assert any(n.endswith("/os.py") for n in names)
+    assert not any("/tests/" in n or "/test/" in n for n in names)
+    picked = [f for f in files if f.endswith(("/torch/_tensor.py", "/harness/gpu.py", "/json/decoder.py"))]
+    assert len(picked) == 3
+    monkeypatch.setattr(warm, "_sources", lambda: picked)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path))
+    import importlib.util
+    assert warm.precompile(2) == 3
+    for source in picked:
+        cached = Path(importlib.util.cache_from_source(source))
+        assert cached.is_relative_to(tmp_path) and cached.stat().st_size > 0
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(2)))
+    assert bytecode.warm_workers() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    assert bytecode.warm_workers() == 8
+
+
 def test_judges_starting_at_once_warm_the_cache_once(cache, slow_fill):
     """`run` on cuda starts 4 judges per GPU: on a cold cache each ran its own warming process (13 s each on an
     H100). Now one warms and the others wait for its stamp; a lock held past the wait goes on without the cache."""

@@ -78,8 +78,10 @@ def test_a_timing_waits_for_correctness_in_flight_and_then_has_the_card_alone(tm
     assert entered >= released - 0.05
 
 
-def test_a_waiting_timing_is_not_starved_by_a_stream_of_shared_turns(tmp_path):
-    """The gate: once a judge waits for the card alone, no new correctness turn begins before it."""
+def test_a_waiting_timing_is_not_starved_by_a_stream_of_shared_turns(tmp_path, monkeypatch):
+    """The gate: once a judge waits for the card alone (past the first STEP_FOR_S of its wait, where the gate opens
+    briefly: the next tests), no new correctness turn begins before it."""
+    monkeypatch.setattr(turns, "STEP_FOR_S", 0.0)
     first = _holder(tmp_path, "sharing", 1.0)
     mine = Turns("card", tmp_path)
     results = {}
@@ -99,6 +101,70 @@ def test_a_waiting_timing_is_not_starved_by_a_stream_of_shared_turns(tmp_path):
     first.wait()
     second.wait()
     assert second_in > results["alone_at"]
+
+
+STREAM = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {root!r})
+    from harness.judge.timing.turns import Turns
+    turns = Turns("card", {folder!r})
+    print("ready", flush=True)
+    end = time.monotonic() + float(sys.argv[1])
+    while time.monotonic() < end:
+        with turns.sharing():
+            began = time.monotonic()
+            time.sleep(float(sys.argv[2]))
+            print("call", began, time.monotonic(), flush=True)
+""")
+
+
+def _stream(folder: Path, seconds: float, call_s: float) -> subprocess.Popen:
+    """Another judge making short correctness calls one after another for `seconds`."""
+    proc = subprocess.Popen([sys.executable, "-c", STREAM.format(root=str(ROOT), folder=str(folder)), str(seconds),
+                             str(call_s)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("ready")
+    return proc
+
+
+def _calls(proc: subprocess.Popen) -> list[tuple[float, float]]:
+    out, _ = proc.communicate(timeout=60)
+    return [(float(b), float(e)) for _, b, e in (line.split() for line in out.splitlines() if line.startswith("call"))]
+
+
+def test_while_a_long_call_drains_the_gate_opens_for_short_calls_and_the_turn_alone_stays_alone(tmp_path):
+    """Turns._drain: a timing judge waits for a long correctness call (a candidate compiling on a cold cache); another
+    judge's short calls go on meanwhile instead of waiting at the gate, none of them runs inside the turn alone, and
+    the turn alone begins soon after the long call ends (within a short call and a step)."""
+    long_call = _holder(tmp_path, "sharing", 2.5)
+    stream = _stream(tmp_path, 4.0, 0.05)
+    time.sleep(0.2)
+    mine = Turns("card", tmp_path)
+    asked = time.monotonic()
+    with mine.alone():
+        alone_from = time.monotonic()
+        time.sleep(0.5)
+        alone_until = time.monotonic()
+    ended = float(long_call.stdout.read().split()[-1])
+    long_call.wait()
+    calls = _calls(stream)
+    during_drain = [c for c in calls if asked + 0.5 < c[0] < ended]
+    assert len(during_drain) >= 3                    # one or two per step of the 2.3 s wait
+    assert not [c for c in calls if c[1] > alone_from and c[0] < alone_until]
+    assert alone_from - ended < turns.STEP_EVERY_S + 0.3
+
+
+def test_the_gate_opens_only_early_in_a_wait_so_a_stream_of_calls_cannot_starve_a_timing(tmp_path, monkeypatch):
+    """Two judges whose short calls overlap would keep the card shared for ever if the gate kept opening: past
+    STEP_FOR_S the waiting judge holds the gate and has its turn alone once the calls in flight end."""
+    monkeypatch.setattr(turns, "STEP_FOR_S", 1.0)
+    streams = [_stream(tmp_path, 8.0, 0.8) for _ in range(2)]       # overlapping: the card never free
+    time.sleep(0.3)
+    asked = time.monotonic()
+    with Turns("card", tmp_path).alone():
+        alone_from = time.monotonic()
+    calls = [c for s in streams for c in _calls(s)]
+    assert alone_from - asked < 1.0 + turns.STEP_EVERY_S + 0.8 + 0.6    # far before the streams' end
+    assert [c for c in calls if asked + 0.5 < c[0] < alone_from]          # the gate did open meanwhile
 
 
 def test_a_turn_alone_made_shared_lets_correctness_in_and_keeps_timing_out_until_it_ends(tmp_path):

@@ -59,6 +59,23 @@ def flock_within(fd: int, how: int, limit_s: float, first_pause_s: float = 0.005
             pause = min(pause * 2, 0.05)
 
 
+def holders(fd: int) -> list[int]:
+    """The pids that hold a flock on the file behind `fd` (from /proc/locks), for the error message."""
+    try:
+        st = os.fstat(fd)
+        wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        out = []
+        for line in Path("/proc/locks").read_text().splitlines():
+            parts = line.split()
+            if "->" in parts:
+                continue                    # a waiter, not a holder
+            if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == wanted:
+                out.append(int(parts[4]))
+        return sorted(set(out))
+    except (OSError, ValueError, IndexError):
+        return []
+
+
 # -- a candidate file's own compiled kernels, kept for its next judgement ------------------------------------------
 #
 # Triton (and CuPy/NVRTC) compile every kernel a worker launches into the worker's scratch folder, which goes with

@@ -16,7 +16,8 @@ checks, once its rounds are over: harness.judge.timing.spots): other judges' cor
 other judge's turn alone starts before it ends.
 
 `alone()` is preferred: a judge waiting for it takes the gate first, so no new `sharing()` starts while it waits
-for those in flight to end (flock alone would let a stream of overlapping shared holders starve it). Both are
+for those in flight to end (flock alone would let a stream of overlapping shared holders starve it), except that
+while one of them runs long, the gate opens briefly every half second for its first 30 s (Turns._drain). Both are
 re-entrant within a process (a ceiling re-measured inside a timed shape takes no second lock).
 
 These are flock(2) locks: the kernel drops them when their holder dies, so a killed judge never wedges the card.
@@ -39,6 +40,7 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from pathlib import Path
 
 from harness.judge.process import cache
@@ -46,6 +48,9 @@ from harness.judge.process import cache
 FOLDER = "gpu-turns"
 WAIT_S = 1800.0
 POLL_S = 0.005
+# A turn alone's wait for the calls in flight: the gate let go for STEP_OPEN_S every STEP_EVERY_S, within STEP_FOR_S
+# (Turns._drain). The open spell outlasts a waiter's longest pause between polls (cache.flock_within: 50 ms).
+STEP_EVERY_S, STEP_OPEN_S, STEP_FOR_S = 0.5, 0.07, 30.0
 
 
 class TurnTimeout(RuntimeError):
@@ -103,7 +108,10 @@ class Turns:
             gate, gpu = fds
             self._take(gate, fcntl.LOCK_EX, "the gate")
             try:
-                self._take(gpu, fcntl.LOCK_EX if mode == "alone" else fcntl.LOCK_SH, "the card")
+                if mode == "alone":
+                    self._drain(gate, gpu)
+                else:
+                    self._take(gpu, fcntl.LOCK_SH, "the card")
             except BaseException:
                 fcntl.flock(gate, fcntl.LOCK_UN)
                 raise
@@ -131,12 +139,28 @@ class Turns:
             self._mode = "shared"
             fcntl.flock(self._files["gate"], fcntl.LOCK_UN)
 
+    def _drain(self, gate: int, gpu: int) -> None:
+        """The card alone, the gate held: wait for the shared turns in flight to end. Where one runs long (a
+        candidate compiling on a cold cache: seconds of CPU, the card idle), the judges whose short calls ended
+        meanwhile would wait at the gate too. So every STEP_EVERY_S, for the first STEP_FOR_S of the wait, the gate is
+        let go for STEP_OPEN_S (longer than a waiter's poll): each waiting judge starts one more call, then the gate is
+        taken again. A later wait holds it throughout, as before: a stream of short calls cannot starve this one."""
+        began = time.monotonic()
+        while not cache.flock_within(gpu, fcntl.LOCK_EX, STEP_EVERY_S, POLL_S):
+            waited = time.monotonic() - began
+            if waited > STEP_FOR_S:
+                self._take(gpu, fcntl.LOCK_EX, "the card")
+                return
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            time.sleep(STEP_OPEN_S)
+            self._take(gate, fcntl.LOCK_EX, "the gate")
+
     def _take(self, fd: int, how: int, what: str) -> None:
         """Poll for the lock (a blocking flock could not be bounded in time without a signal)."""
         limit = wait_limit()
         if not cache.flock_within(fd, how, limit, POLL_S):
             raise TurnTimeout(f"harness error: {what}'s turn lock of GPU {self.key} was not free after {limit:.0f} s "
-                              f"(GAUNTLET_TURN_WAIT_S); held by process(es) {holders(fd) or 'unknown'}: not a "
+                              f"(GAUNTLET_TURN_WAIT_S); held by process(es) {cache.holders(fd) or 'unknown'}: not a "
                               "verdict on the candidate")
 
     def _open(self):
@@ -201,23 +225,6 @@ def _start_time(pid: int) -> str:
     from harness.judge.process.pids import stat as _stat
     st = _stat(pid)
     return str(st[4]) if st else ""
-
-
-def holders(fd: int) -> list[int]:
-    """The pids that hold a flock on the file behind `fd` (from /proc/locks), for the error message."""
-    try:
-        st = os.fstat(fd)
-        wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-        out = []
-        for line in Path("/proc/locks").read_text().splitlines():
-            parts = line.split()
-            if "->" in parts:
-                continue                    # a waiter, not a holder
-            if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == wanted:
-                out.append(int(parts[4]))
-        return sorted(set(out))
-    except (OSError, ValueError, IndexError):
-        return []
 
 
 _TURNS: dict[int, Turns | None] = {}     # CUDA device index -> its card's Turns: named once, not per call
