@@ -386,34 +386,40 @@ def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monk
         assert info.value.reason.code == "crash" and modes == want_modes
 
 
+@pytest.mark.parametrize("side", ["candidate", "baseline"])
 @pytest.mark.parametrize("others,alive,detail,tries,raised", [
     (1, True, OOM, 2, False),                 # crowded out beside another judge: timed once more, and it stands
-    (0, True, OOM, 1, True),                  # alone on the card: its own shortage, the candidate's crash
+    (0, True, OOM, 1, True),                  # alone on the card: its own shortage (the candidate's crash)
     (1, True, "ZeroDivisionError", 1, True),  # not memory
     (1, False, OOM, 1, True),                 # its worker is gone: nothing to time again
 ])
-def test_a_timed_shape_out_of_memory_beside_other_judges_is_timed_once_more(monkeypatch, others, alive, detail,
+def test_a_timed_shape_out_of_memory_beside_other_judges_is_timed_once_more(monkeypatch, side, others, alive, detail,
                                                                             tries, raised):
     """A benchmark shape's inputs are fixed, not sized to the judge's share: on an H100 with --overlap 2, both fp8
     rowwise solutions lost their figures (and their verdicts) when their worker ran out of memory building
-    N=53248, K=16384 beside another judge's correctness case."""
+    N=53248, K=16384 beside another judge's correctness case; with 4 judges, the baseline worker's cuBLAS ran out
+    timing attn_scores' fp32 shape, and the shape lost its figure."""
     from harness.judge.process.isolate import ChildFailed
+    from harness.judge.timing.bench import BaselineFailed
     from harness.reasons import Reason
     seen = []
+    failure = (lambda: ChildFailed(Reason("crash", f"while timing: {detail}"))) if side == "candidate" else \
+        (lambda: BaselineFailed(f"Traceback (most recent call last): ... {detail}"))
 
     def shape(judge, spec, shape, opts, record):
         seen.append(shape)
         if len(seen) == 1:
-            raise ChildFailed(Reason("crash", f"while timing: {detail}"))
+            raise failure()
         return {"dtype": spec.name, "shape": shape, "baselines": {}}, []
     monkeypatch.setattr(timed, "_time_shape_alone", shape)
     monkeypatch.setattr(turns, "others", lambda device: others)
     monkeypatch.setattr(timed.torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(timed.time, "sleep", lambda s: None)
     judge = _Judge()
-    judge.child = SimpleNamespace(alive=alive)
+    judge.child = SimpleNamespace(alive=alive if side == "candidate" else True)
+    judge.base = SimpleNamespace(alive=alive if side == "baseline" else True)
     if raised:
-        with pytest.raises(ChildFailed):
+        with pytest.raises(ChildFailed if side == "candidate" else BaselineFailed):
             timed._time_shape_retried(judge, _Spec(), {"M": 1}, None, None)
     else:
         entry, reasons = timed._time_shape_retried(judge, _Spec(), {"M": 1}, None, None)
