@@ -389,6 +389,7 @@ def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monk
 @pytest.mark.parametrize("side", ["candidate", "baseline"])
 @pytest.mark.parametrize("others,alive,detail,tries,raised", [
     (1, True, OOM, 2, False),                 # crowded out beside another judge: timed once more, and it stands
+    (1, True, OOM * 9, 4, True),              # crowded out every time: tried after each pause, then it stands
     (0, True, OOM, 1, True),                  # alone on the card: its own shortage (the candidate's crash)
     (1, True, "ZeroDivisionError", 1, True),  # not memory
     (1, False, OOM, 1, True),                 # its worker is gone: nothing to time again
@@ -408,13 +409,14 @@ def test_a_timed_shape_out_of_memory_beside_other_judges_is_timed_once_more(monk
 
     def shape(judge, spec, shape, opts, record):
         seen.append(shape)
-        if len(seen) == 1:
+        if len(seen) == 1 or detail == OOM * 9:
             raise failure()
         return {"dtype": spec.name, "shape": shape, "baselines": {}}, []
     monkeypatch.setattr(timed, "_time_shape_alone", shape)
     monkeypatch.setattr(turns, "others", lambda device: others)
     monkeypatch.setattr(timed.torch.cuda, "empty_cache", lambda: None)
-    monkeypatch.setattr(timed.time, "sleep", lambda s: None)
+    slept = []
+    monkeypatch.setattr(timed.time, "sleep", slept.append)
     judge = _Judge()
     judge.child = SimpleNamespace(alive=alive if side == "candidate" else True)
     judge.base = SimpleNamespace(alive=alive if side == "baseline" else True)
@@ -424,7 +426,7 @@ def test_a_timed_shape_out_of_memory_beside_other_judges_is_timed_once_more(monk
     else:
         entry, reasons = timed._time_shape_retried(judge, _Spec(), {"M": 1}, None, None)
         assert reasons == [] and entry["shape"] == {"M": 1}
-    assert len(seen) == tries
+    assert len(seen) == tries and slept == list(timed.CROWDED_WAITS_S[:tries - 1])
 
 
 def test_a_judge_sharing_the_card_hands_its_reserve_back_after_every_call_and_its_cases_after_correctness(

@@ -95,24 +95,30 @@ def time_dtype(judge, spec, opts, record) -> None:
             return
 
 
+# A shape crowded out of the card's memory is timed again after each of these pauses (harness.judge.timing.timed).
+CROWDED_WAITS_S = (1.0, 4.0, 10.0)
+
+
 def _time_shape_retried(judge, spec, shape, opts, record):
     """A benchmark shape's inputs are the problem's, not sized to this judge's share of the card: where the
-    candidate's worker ran out of memory building or running them while other judges were on the card (their
-    cases' memory is theirs until their calls end), the shape is timed once more, a second later (a worker past its
-    share is stopped by its own watchdog meanwhile). Out of memory again, or alone on the card, it is the
-    candidate's crash, as for a judge alone. The baseline worker alike: on an H100 with 4 judges, cuBLAS ran out of
-    memory timing attn_scores' fp32 headline shape while another judge's worker held 21 GiB between its calls, and
-    the shape lost its figure; out of memory again, its entry says so (no reason against the candidate)."""
-    try:
-        return _time_shape_alone(judge, spec, shape, opts, record)
-    except ChildFailed as exc:
-        if not (turns.crowded_out(exc.reason, judge.device) and judge.child.alive):
-            raise
-    except BaselineFailed as exc:
-        if not (turns.crowded_out(Reason("crash", str(exc)), judge.device) and judge.base.alive):
-            raise
-    time.sleep(1.0)             # (_time_shape handed this judge's memory back as the first try ended)
-    return _time_shape_alone(judge, spec, shape, opts, record)
+    candidate's worker ran out of memory building or running them while other judges were on the card (between
+    their calls they still hold their cases' answers and inputs), the shape is timed again after each pause of
+    CROWDED_WAITS_S, holding no turn meanwhile, so the other judges move on to other cases (a worker past its share
+    is stopped by its own watchdog meanwhile). Out of memory every time, or alone on the card, it is the candidate's
+    crash, as for a judge alone. The baseline worker alike: on an H100 with 4 judges, cuBLAS ran out of memory
+    timing attn_scores' fp32 headline shape beside two grouped_gemm_moe judgements, in two suite runs of four, once
+    a second try a second later, and the shape lost its figure; out of memory every time, its entry says so (no
+    reason against the candidate)."""
+    for pause in CROWDED_WAITS_S + (None,):
+        try:
+            return _time_shape_alone(judge, spec, shape, opts, record)
+        except ChildFailed as exc:
+            if pause is None or not (turns.crowded_out(exc.reason, judge.device) and judge.child.alive):
+                raise
+        except BaselineFailed as exc:
+            if pause is None or not (turns.crowded_out(Reason("crash", str(exc)), judge.device) and judge.base.alive):
+                raise
+        time.sleep(pause)       # (_time_shape handed this judge's memory back as the try ended)
 
 
 def _candidate_could_kill(judge, detail: str) -> bool:
