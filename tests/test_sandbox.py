@@ -396,11 +396,14 @@ def test_the_gpu_bound_holds_what_honest_workers_held_timing_on_an_h100(monkeypa
             assert watchdog.gpu_bound(h100, discover.get_problem(problem), judges) > held * gib, (problem, judges)
 
 @pytest.mark.gpu
+@pytest.mark.serial
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
 def test_a_hoarding_candidate_leaves_the_judge_beside_it_on_the_card_alone(tmp_path):
     """Two judges on one card, as pytest -n puts them: tests/bad/hoards_gpu_memory.py takes all the memory it can,
     while an honest candidate is judged beside it. The hoarder is stopped at its share (a verdict naming the
-    bound) and the honest one passes."""
+    bound) and the honest one passes. Serial: between two of the watchdog's polls the hoarder holds most of the card
+    (68.9 GiB of an H100, seen under `pytest -n 8 -m gpu`), and a test beside it that allocates in its own process
+    (a ceiling measured by the test itself, no judge's retry around it) failed for lack of memory."""
     from harness.gpu import CardMemory
     if CardMemory.current() is None:
         pytest.skip("NVML cannot give this card's per-process memory: no GPU bound here")
