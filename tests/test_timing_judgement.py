@@ -355,6 +355,21 @@ def test_a_waiting_baseline_beside_another_does_not_hold_the_timing():
     assert not s.precise_enough(["cublas"])                    # alone, it is asked for WAIT_PRECISION
 
 
+def test_a_baseline_that_waits_for_the_gpu_reports_a_wider_interval():
+    """scoring.HOST_BOUND_FLOOR: the same rounds, reported for a baseline that waits for the GPU and for one that does
+    not; the first interval is the second's bootstrap widened by 3% on each side instead of 0.3%."""
+    from harness.judge.timing import timed
+    rng = random.Random(3)
+    cand = {"rounds": {r: [1.0 + 0.01 * rng.random() for _ in range(5)] for r in range(10)}}
+    side = {"rounds": {r: [1.0 + 0.01 * rng.random() for _ in range(5)] for r in range(10)}}
+    plain = timed.interval(side, cand, False, seed=1)
+    waiting = timed.interval(side, cand, True, seed=1)
+    raw = scoring.paired_speedup_ci(side["rounds"], cand["rounds"], seed=1, floor=0.0)
+    assert plain == pytest.approx([raw[0] * (1 - scoring.SYSTEMATIC_FLOOR), raw[1] * (1 + scoring.SYSTEMATIC_FLOOR)])
+    assert waiting == pytest.approx([raw[0] * 0.97, raw[1] * 1.03])
+    assert waiting[0] < plain[0] and waiting[1] > plain[1]
+
+
 def test_round_ratio_halfwidth_follows_the_rounds_spread():
     steady = {r: [1.0, 1.0] for r in range(10)}
     assert scoring.round_ratio_halfwidth(steady, steady) == 0.0
