@@ -106,9 +106,9 @@ def _time_shape_retried(judge, spec, shape, opts, record):
     CROWDED_WAITS_S, holding no turn meanwhile, so the other judges move on to other cases (a worker past its share
     is stopped by its own watchdog meanwhile). Out of memory every time, or alone on the card, it is the candidate's
     crash, as for a judge alone. The baseline worker alike: on an H100 with 4 judges, cuBLAS ran out of memory
-    timing attn_scores' fp32 headline shape beside three other judgements, in two suite runs of four, once
-    a second try a second later, and the shape lost its figure; out of memory every time, its entry says so (no
-    reason against the candidate)."""
+    timing attn_scores' fp32 headline shape beside three other judgements in two suite runs of four (in one of
+    them after a second try a second later, too), and the shape lost its figure; out of memory every time, its
+    entry says so (no reason against the candidate)."""
     for pause in CROWDED_WAITS_S + (None,):
         try:
             return _time_shape_alone(judge, spec, shape, opts, record)
