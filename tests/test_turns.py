@@ -239,6 +239,22 @@ def test_a_lock_never_let_go_is_a_harness_error_naming_its_holder(tmp_path, monk
         pass
 
 
+def test_a_turn_alone_stepping_aside_still_gives_up_at_the_wait_limit(tmp_path, monkeypatch):
+    """Turns._drain's steps count toward GAUNTLET_TURN_WAIT_S: a call in flight that never ends is a harness error
+    after the limit, not after the limit plus the 30 s of steps."""
+    other = _holder(tmp_path, "sharing", 30)
+    monkeypatch.setenv("GAUNTLET_TURN_WAIT_S", "1")
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(TurnTimeout, match=rf"harness error.*{other.pid}"):
+            with Turns("card", tmp_path).alone():
+                pass
+    finally:
+        other.kill()
+        other.wait()
+    assert time.monotonic() - t0 < 1.0 + turns.STEP_EVERY_S + 1.0
+
+
 def test_other_judges_are_counted_while_they_live(tmp_path):
     mine = Turns("card", tmp_path)
     with mine.sharing():

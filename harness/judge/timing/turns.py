@@ -144,21 +144,25 @@ class Turns:
         candidate compiling on a cold cache: seconds of CPU, the card idle), the judges whose short calls ended
         meanwhile would wait at the gate too. So every STEP_EVERY_S, for the first STEP_FOR_S of the wait, the gate is
         let go for STEP_OPEN_S (longer than a waiter's poll): each waiting judge starts one more call, then the gate is
-        taken again. A later wait holds it throughout, as before: a stream of short calls cannot starve this one."""
+        taken again. A later wait holds it throughout, as before: a stream of short calls cannot starve this one.
+        The whole wait, steps included, is bounded by GAUNTLET_TURN_WAIT_S, as any turn's."""
         began = time.monotonic()
+
+        def left() -> float:
+            return max(0.0, wait_limit() - (time.monotonic() - began))
         while not cache.flock_within(gpu, fcntl.LOCK_EX, STEP_EVERY_S, POLL_S):
-            waited = time.monotonic() - began
-            if waited > STEP_FOR_S:
-                self._take(gpu, fcntl.LOCK_EX, "the card")
+            if time.monotonic() - began > STEP_FOR_S or not left():
+                self._take(gpu, fcntl.LOCK_EX, "the card", left())
                 return
             fcntl.flock(gate, fcntl.LOCK_UN)
             time.sleep(STEP_OPEN_S)
-            self._take(gate, fcntl.LOCK_EX, "the gate")
+            self._take(gate, fcntl.LOCK_EX, "the gate", left())
 
-    def _take(self, fd: int, how: int, what: str) -> None:
-        """Poll for the lock (a blocking flock could not be bounded in time without a signal)."""
+    def _take(self, fd: int, how: int, what: str, within: float | None = None) -> None:
+        """Poll for the lock (a blocking flock could not be bounded in time without a signal), for at most
+        GAUNTLET_TURN_WAIT_S, or `within` seconds: what is left of it (Turns._drain)."""
         limit = wait_limit()
-        if not cache.flock_within(fd, how, limit, POLL_S):
+        if not cache.flock_within(fd, how, limit if within is None else within, POLL_S):
             raise TurnTimeout(f"harness error: {what}'s turn lock of GPU {self.key} was not free after {limit:.0f} s "
                               f"(GAUNTLET_TURN_WAIT_S); held by process(es) {cache.holders(fd) or 'unknown'}: not a "
                               "verdict on the candidate")
