@@ -1,5 +1,5 @@
 """Which card this process uses and what it holds, from the NVIDIA driver's own libraries through ctypes: no torch
-import (the judge reads this before it has imported torch, harness.judge.process.watchdog) and no package a
+import (the judge reads this before it has imported torch, gauntlet.judge.process.watchdog) and no package a
 candidate could patch. Shared by the judge and the worker.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 
 def judges_per_gpu() -> int:
     """GAUNTLET_JUDGES_PER_GPU: how many judges share this GPU (default 1). ValueError when it is not a positive
-    integer. Read by the judge (memory share: harness.judge.values.memory) and by the worker at start-up (how long a
-    time-sliced sync may take: harness.child.worker)."""
+    integer. Read by the judge (memory share: gauntlet.judge.values.memory) and by the worker at start-up (how long a
+    time-sliced sync may take: gauntlet.child.worker)."""
     raw = os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")
     try:
         value = int(raw)
@@ -24,7 +24,7 @@ def judges_per_gpu() -> int:
     return value
 
 
-# GPU memory per process, as the driver accounts it (harness.judge.process.watchdog bounds a worker's by it).
+# GPU memory per process, as the driver accounts it (gauntlet.judge.process.watchdog bounds a worker's by it).
 class _ProcessInfo(ctypes.Structure):
     _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong), ("gpu_instance", ctypes.c_uint),
                 ("compute_instance", ctypes.c_uint)]

@@ -1,6 +1,6 @@
 """Find problems and solutions on disk. No registry: a folder is a problem, a file is a solution.
 
-Where to look is harness.searchpath's business (the user's folders, then the shipped ones); this module says what
+Where to look is gauntlet.searchpath's business (the user's folders, then the shipped ones); this module says what
 is there. An id found twice is settled here, the same way everywhere:
 - a problem of the user's with the id of a shipped one shadows it, and takes the shipped solutions of that id out
   with it (they were written against the shipped contract); `gauntlet list` says so;
@@ -8,7 +8,7 @@ is there. An id found twice is settled here, the same way everywhere:
   error naming both files: which one is meant cannot be guessed, and results are keyed by these names.
 
 Solutions are read statically (their BACKEND and DTYPES are parsed from the source with `ast`, and so is the
-format of a KernelBench or GPU MODE file: harness.formats), so listing or planning a run never executes candidate
+format of a KernelBench or GPU MODE file: gauntlet.formats), so listing or planning a run never executes candidate
 code in the trusted process.
 """
 from __future__ import annotations
@@ -18,9 +18,9 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import formats, searchpath
-from harness.problem import Problem, ProblemError, load_problem
-from harness.searchpath import SearchPath, SearchPathError
+from . import formats, searchpath
+from .problem import Problem, ProblemError, load_problem
+from .searchpath import SearchPath, SearchPathError
 
 ROOT = searchpath.PACKAGE_ROOT       # the folder holding the harness package (a checkout, or site-packages)
 BACKENDS = ("torch", "triton", "cupy", "cute")
@@ -38,7 +38,7 @@ class SolutionInfo:
     dtypes: tuple | None       # None: every dtype of the problem
     problem: str | None = None
     error: str | None = None   # the file does not parse (file, line and the offending text), or fits no format
-    format: str | None = "native"      # native, kernelbench or gpumode (harness.formats); None: fits none
+    format: str | None = "native"      # native, kernelbench or gpumode (gauntlet.formats); None: fits none
     adapter: dict | None = None    # an adapted file: its format, backend and where the backend came from
     unsupported: str | None = None     # a file Gauntlet cannot judge (load_inline): not the candidate's failure
 
@@ -226,7 +226,7 @@ def solutions_for(problem_id: str, sp: SearchPath | None = None) -> list[Solutio
 def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = None, fmt: str | None = None,
                  backend: str | None = None) -> SolutionInfo:
     """A solution on the search path by name, or any file path (an AI-generated candidate, say). `fmt` and
-    `backend`: --format and --backend (harness.formats), for a file of another format."""
+    `backend`: --format and --backend (gauntlet.formats), for a file of another format."""
     path = Path(name_or_path)
     if path.suffix == ".py" or path.exists():
         if not path.is_file():

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 FORMATS = ("native", "kernelbench", "gpumode")
 LABELS = {"native": "native (BACKEND + solve)", "kernelbench": "KernelBench (class ModelNew)",
           "gpumode": "GPU MODE (custom_kernel(data))"}
-_BACKENDS = ("torch", "triton", "cupy", "cute")     # harness.discover.BACKENDS (kept here: discover imports this)
+_BACKENDS = ("torch", "triton", "cupy", "cute")     # gauntlet.discover.BACKENDS (kept here: discover imports this)
 
 
 @dataclass(frozen=True)

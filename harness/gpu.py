@@ -20,7 +20,7 @@ the worker does not already have (the driver JIT-compiles the PTX once per proce
   on the profiler's timeline (the start event fires when the hold ends, or later if the host was late to record
   it), and, being off the caller's stream, it delays none of the call's kernels;
 - gauntlet_mark: an empty kernel queued on the caller's stream right after the end event (and the snapshot): its
-  start bounds the window's end on the profiler's timeline (harness.judge.timing.window);
+  start bounds the window's end on the profiler's timeline (gauntlet.judge.timing.window);
 - gauntlet_snap / gauntlet_snap_bytes: a raw copy of the memory an output spans, on the caller's stream right after
   the end event, so what is judged is the output as it stood when the window closed (`snapshot`).
 The profiler names them exactly so; the parent tells them from a candidate's kernels by name and count.
@@ -32,7 +32,7 @@ import statistics
 
 import torch
 
-from harness.cards import CardMemory, judges_per_gpu  # noqa: F401 - re-exported: the worker and tests use them here
+from .cards import CardMemory, judges_per_gpu  # noqa: F401 - re-exported: the worker and tests use them here
 
 HOLD_MS = 1.0               # the hold before every call on the GPU, correctness and timed, candidate and baseline
 HOLD_MIN_MS = HOLD_MS
@@ -259,7 +259,7 @@ def prime() -> None:
     (median) and 2.5 ms or more in one call of ten, longer than the 1 ms hold, so the call's kernel reached the
     GPU after the hold had run out and the GPU sat idle for as long as the call took to launch (0.15-0.3 ms: a
     third of the figure of a 0.2 ms GEMM, on either side, in stretches of seconds). Primed, the hold's launch took
-    0.07 ms and no call was starved (harness.child.timing.held_call)."""
+    0.07 ms and no call was starved (gauntlet.child.timing.held_call)."""
     k = kernels()
     k.launch(PRIME_KERNEL, 1, 32, 0, stream=k.begin_stream)
     k.begin_stream.synchronize()

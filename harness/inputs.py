@@ -15,7 +15,7 @@ harness, for every problem at once (`magnitude_mode`, out of 12):
 - 3 `exact` (float32 only, where reference.py defines `make_exact_inputs`): inputs whose every product and every
   partial sum is exactly representable in fp32 (operands with up to 20 significant bits, few nonzero terms per
   output), so true fp32 arithmetic in any order gives the exact result and the judge asks for it
-  (harness.judge.values.oracle): bf16 (8 bits, so also bf16x3 splits of 16 bits), TF32 and fp16 operands show at once.
+  (gauntlet.judge.values.oracle): bf16 (8 bits, so also bf16x3 splits of 16 bits), TF32 and fp16 operands show at once.
 bf16 shares fp32's exponent range: only its mantissa tells it apart, which the `exact` cases test.
 Scaling by powers of two is exact (no product or sum leaves fp32's normal range: |C| stays under 2**100 and above
 2**-90), so the fp64 oracle, the error scale and every tolerance move with the values and stay right
@@ -32,7 +32,7 @@ import random
 
 import torch
 
-from harness.problem import DtypeSpec, Problem
+from .problem import DtypeSpec, Problem
 
 @contextlib.contextmanager
 def matmul_precision(spec: DtypeSpec):

@@ -1,16 +1,16 @@
 """pytest plugin: one test per problem x solution x dtype, judged by the same core as `gauntlet eval`.
 
 Collected from <solutions folder>/<problem>/<name>.py for every solutions folder on the search path
-(harness.searchpath: GAUNTLET_PROBLEMS / GAUNTLET_SOLUTIONS, else [tool.gauntlet] in the pyproject.toml at or above
+(gauntlet.searchpath: GAUNTLET_PROBLEMS / GAUNTLET_SOLUTIONS, else [tool.gauntlet] in the pyproject.toml at or above
 pytest's rootdir, then the shipped ones), so a kernel team's own repository is judged where it lies: pytest would
 otherwise ignore these files, they are not test_*.py. The search path is in force for the whole session, so a
-hand-written test there that calls harness.discover finds the same problems. What this machine cannot run is
+hand-written test there that calls gauntlet.discover finds the same problems. What this machine cannot run is
 skipped with the reason (a CuPy kernel on a CPU-only runner, a dtype outside the solution's DTYPES); anything else
 that is not a pass fails with the reason codes and the replay command.
 
 Ctrl-C is pytest's: the plugin installs no signal handler, so the KeyboardInterrupt reaches pytest, which prints
 its interrupt summary; on the way the worker in flight, and whatever it started, is killed at once instead of being
-asked to exit (harness.judge.process.isolate.Child.close).
+asked to exit (gauntlet.judge.process.isolate.Child.close).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import discover, searchpath
-from harness.executors import slots
+from . import discover, searchpath
+from .executors import slots
 
 
 def _gpu_count() -> int:
@@ -50,7 +50,7 @@ def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
     """`pytest -n N` on a machine of several GPUs: worker gwI gets one GPU of its own (of those CUDA_VISIBLE_DEVICES
     lets it see, else of all), round-robin, before anything starts CUDA; and where several workers share a GPU,
     GAUNTLET_JUDGES_PER_GPU says how many (each judge then takes its share of the card's memory:
-    harness.judge.values.memory), unless it is set already. Runs when the plugin is imported, in every xdist worker:
+    gauntlet.judge.values.memory), unless it is set already. Runs when the plugin is imported, in every xdist worker:
     from the installed package, so a user's repository gets it too, not only this checkout (its conftest.py is not
     shipped)."""
     index, workers = _xdist_worker(environ)
@@ -113,7 +113,7 @@ def pytest_configure(config):
     except searchpath.SearchPathError as exc:
         raise pytest.UsageError(f"gauntlet: {exc}") from None
     config.stash[_PREVIOUS] = discover.use(found)
-    from harness.judge import sandbox
+    from .judge import sandbox
     try:
         sandbox.check_mode(config.getoption("--gauntlet-sandbox", "auto"))
     except sandbox.Unavailable as exc:
@@ -149,7 +149,7 @@ def _configure_gate(config) -> None:
         raise pytest.UsageError(f"gauntlet: --gauntlet-fail-on must be a percentage in [0, 1000), got {fail_on}")
     if not (out or base) or hasattr(config, "workerinput"):
         return
-    from harness.judge.records import gate
+    from .judge.records import gate
     try:
         stored = gate.load_base(Path(base)) if base else None
     except gate.GateError as exc:
@@ -159,7 +159,7 @@ def _configure_gate(config) -> None:
 
 class SessionGate:
     """This session's records, from each item's report (`user_properties`, which pytest-xdist carries back to the
-    controller), written out and compared at the end (harness.judge.records.gate)."""
+    controller), written out and compared at the end (gauntlet.judge.records.gate)."""
 
     def __init__(self, out, base_name, base, fail_on):
         self.out = Path(out) if out else None
@@ -175,7 +175,7 @@ class SessionGate:
     def pytest_sessionfinish(self, session):
         """Before the terminal summary (which prints the Markdown); a regression turns a passing session's exit
         status into 1 (tests failed), and leaves any worse status as it is."""
-        from harness.judge.records import gate
+        from .judge.records import gate
         if self.out:
             gate.write(self.out, self.records)
         if self.base is None:
@@ -258,8 +258,8 @@ class JudgeItem(pytest.Item):
         self.record = None
 
     def runtest(self):
-        from harness import backends
-        from harness.judge.evaluate import Options, evaluate
+        from . import backends
+        from .judge.evaluate import Options, evaluate
         if self.dtype is not None and self.solution.dtypes is not None and self.dtype not in self.solution.dtypes:
             pytest.skip(f"{self.dtype} is not in the solution's DTYPES {self.solution.dtypes}")
         cfg = self.config

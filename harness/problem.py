@@ -61,10 +61,10 @@ class Problem:
     flops_expr: str
     bytes_expr: str
     output_layout: str = "contiguous"   # "contiguous" (a new row-major tensor) or "any" strides
-    # How a KernelBench file is judged here (harness.formats): {inputs: names of make_inputs' outputs in order,
+    # How a KernelBench file is judged here (gauntlet.formats): {inputs: names of make_inputs' outputs in order,
     # parameters: those that replace the module's own}, or {unsupported: why}; None: no mapping stated.
     kernelbench: dict | None = None
-    baseline_paths: dict = field(default_factory=dict)   # label -> the file, found by harness.discover
+    baseline_paths: dict = field(default_factory=dict)   # label -> the file, found by gauntlet.discover
     raw: dict = field(repr=False, default_factory=dict)
     _module: ModuleType | None = field(default=None, repr=False)
 

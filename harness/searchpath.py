@@ -13,7 +13,7 @@ A user's folders follow the same contract as the shipped ones: a folder of probl
 The sources are not merged: `--problems` replaces `GAUNTLET_PROBLEMS`, which replaces the pyproject's list (the
 way PATH-like settings usually work, so what a command sees is what its nearest setting says). Solutions left
 unset everywhere default to the `solutions/` folder beside each problems folder, where there is one. Gauntlet's
-shipped problems and solutions come last. How ids that appear twice are resolved is harness.discover's business.
+shipped problems and solutions come last. How ids that appear twice are resolved is gauntlet.discover's business.
 
 The folder of that pyproject.toml (else of the nearest pyproject.toml, else the current directory) is the user's
 project: the judge keeps its state (failing cases to replay) in its `.gauntlet/`, never beside the installed package.
@@ -25,8 +25,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-# The folder that holds the `harness` package: a checkout, or site-packages when installed from a wheel.
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+# The `gauntlet` package's own folder (harness/ of a checkout, or site-packages/gauntlet of a wheel), and the folder
+# above it (a checkout's root, or site-packages).
+PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_ROOT = PACKAGE_DIR.parent
 
 ENV = {"problems": "GAUNTLET_PROBLEMS", "solutions": "GAUNTLET_SOLUTIONS"}
 CONFIG_KEYS = ("problems", "solutions", "shipped")
@@ -47,10 +49,10 @@ class SearchPath:
 
 
 def shipped_folders() -> tuple[Path, Path]:
-    """Gauntlet's own problems and solutions: package data beside `harness` in an installed wheel (pyproject.toml
-    maps problems/ to gauntlet_problems/ and solutions/ to gauntlet_solutions/), or problems/ and solutions/ of
-    the checkout the harness was imported from."""
-    installed = PACKAGE_ROOT / "gauntlet_problems", PACKAGE_ROOT / "gauntlet_solutions"
+    """Gauntlet's own problems and solutions: package data inside the installed package (pyproject.toml maps
+    problems/ to gauntlet/problems/ and solutions/ to gauntlet/solutions/), or problems/ and solutions/ of the
+    checkout the package was imported from (an editable install runs harness/ in place)."""
+    installed = PACKAGE_DIR / "problems", PACKAGE_DIR / "solutions"
     if installed[0].is_dir():
         return installed
     return PACKAGE_ROOT / "problems", PACKAGE_ROOT / "solutions"

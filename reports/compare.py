@@ -1,11 +1,11 @@
 """Did this change make a kernel slower or wrong? Two runs compared, for a CI log, a PR comment or a script.
 
 Inputs: results files (`gauntlet run`), `gauntlet eval --json` output, or `gauntlet eval-many` lines (read by
-reports.load.read_run, as the leaderboard reads them); records are
+gauntlet.reports.load.read_run, as the leaderboard reads them); records are
 matched by problem, solution (or eval-many id) and device, then timings by dtype, shape and baseline.
 
 What is compared is each timing's speedup over its baseline, measured in the same run (the paired, drift-cancelling
-figure of harness.judge.timing.bench), not raw milliseconds: two CI runs on a shared runner differ in clocks and
+figure of gauntlet.judge.timing.bench), not raw milliseconds: two CI runs on a shared runner differ in clocks and
 neighbours, and the baseline carries that difference with it. The change in time is speedup_base / speedup_new - 1
 (positive: slower). Its 95% interval combines the two runs' own intervals on the log scale (each is a paired
 bootstrap, so its half-width over 1.96 is that run's standard error). A slowdown is a regression only when the
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from reports.load import read_run
+from .load import read_run
 
 SCHEMA = "gauntlet.compare/1"
 Z95 = 1.959964
@@ -33,7 +33,7 @@ class CompareError(ValueError):
 
 def load(path: Path) -> tuple[dict, dict]:
     """(environment, {key: record}) from a results file, an eval JSON object or eval-many lines, read as the
-    leaderboard reads them (reports.load.read_run: eval-many records carry their id as the solution)."""
+    leaderboard reads them (gauntlet.reports.load.read_run: eval-many records carry their id as the solution)."""
     path = Path(path)
     if not path.is_file():
         raise CompareError(f"{path}: cannot be read: no such file")

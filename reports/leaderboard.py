@@ -1,21 +1,21 @@
 """Leaderboards from results files, as Markdown and as one self-contained HTML page: the entry point.
 
-The work is split by concern: reports.load reads and checks the files, reports.machines groups records by where
-they ran, reports.tables ranks them, reports.model assembles what both renderers need, reports.markdown and
-reports.page (a jinja2 template, with reports.charts' SVG) render it, and reports.compare sets two runs side by side.
+The work is split by concern: gauntlet.reports.load reads and checks the files, gauntlet.reports.machines groups records by where
+they ran, gauntlet.reports.tables ranks them, gauntlet.reports.model assembles what both renderers need, gauntlet.reports.markdown and
+gauntlet.reports.page (a jinja2 template, with gauntlet.reports.charts' SVG) render it, and gauntlet.reports.compare sets two runs side by side.
 Everything here is data in, text out: no torch, no kernels, no harness import.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from reports import compare as compare_mod
-from reports.load import (EVAL_SCHEMA, MANY_SCHEMA, RUN_SCHEMA, VERDICTS, BadResults, load_runs, read_run,
+from . import compare as compare_mod
+from .load import (EVAL_SCHEMA, MANY_SCHEMA, RUN_SCHEMA, VERDICTS, BadResults, load_runs, read_run,
                           validate_run)
-from reports.machines import merge_groups
-from reports.markdown import boards_markdown, render_markdown
-from reports.model import assemble_report, group_view
-from reports.page import render_html
+from .machines import merge_groups
+from .markdown import boards_markdown, render_markdown
+from .model import assemble_report, group_view
+from .page import render_html
 
 __all__ = ["build", "markdown_table", "read_run", "RUN_SCHEMA", "EVAL_SCHEMA", "MANY_SCHEMA", "VERDICTS"]
 
@@ -23,7 +23,7 @@ __all__ = ["build", "markdown_table", "read_run", "RUN_SCHEMA", "EVAL_SCHEMA", "
 def build(paths: list, out_dir, compare: bool = False, fail_on: float = 5.0) -> dict:
     """Write out_dir/leaderboard.md and out_dir/leaderboard.html from the given results files.
 
-    With `compare`, exactly two files are expected (BASE, NEW) and both pages carry reports.compare's comparison
+    With `compare`, exactly two files are expected (BASE, NEW) and both pages carry gauntlet.reports.compare's comparison
     of them (threshold `fail_on` percent); the leaderboard itself shows NEW's records over BASE's, as always.
 
     Returns {"markdown": Path, "html": Path, "rows": n, "compare": the comparison or None}, n being the number of

@@ -3,14 +3,14 @@ and `gauntlet eval-many` lines all become one `gauntlet.run/1` dict, checked bef
 
 Every failure is a ValueError that starts with the file's name and says which field was wrong, so a bad file never
 leaves a half-written report behind. Only the fields the report reads are type-checked (the published JSON Schemas
-in harness/schemas/ are the full contract; reports.schema validates against them where jsonschema is installed).
+in harness/schemas/ are the full contract; gauntlet.reports.schema validates against them where jsonschema is installed).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-# Mirrors of harness.judge.records.results.RUN_SCHEMA / EVAL_SCHEMA and harness.reasons.VERDICTS. Copied rather than
+# Mirrors of gauntlet.judge.records.results.RUN_SCHEMA / EVAL_SCHEMA and gauntlet.reasons.VERDICTS. Copied rather than
 # imported so that reading results never drags in the harness (and, through it, torch); tests/test_reports.py checks
 # that the copies still match.
 RUN_SCHEMA = "gauntlet.run/1"
@@ -21,7 +21,7 @@ VERDICTS = ("pass", "fail", "error", "timeout", "unsupported", "interrupted")
 
 class BadResults(ValueError):
     """A results file the user gave that cannot be read as one (missing, not JSON, not Gauntlet's output): the
-    user's to fix, said with the file's name (harness.cli.main reports it as a usage error)."""
+    user's to fix, said with the file's name (gauntlet.cli.main reports it as a usage error)."""
 
 
 def load_runs(paths: list) -> list[tuple[str, dict]]:

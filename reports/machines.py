@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from reports.formatting import DASH, number
+from .formatting import DASH, number
 
 
 @dataclass
@@ -78,7 +78,7 @@ def describe_run(name: str, doc: dict) -> dict:
 
 
 def describe_interruption(mark) -> str:
-    """The run was stopped before the end (harness.judge.records.stopped writes the mark): its table is partial."""
+    """The run was stopped before the end (gauntlet.judge.records.stopped writes the mark): its table is partial."""
     if not mark:
         return ""
     rest = mark.get("not_judged") if isinstance(mark.get("not_judged"), list) else []

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import html
 
-from reports import compare as compare_mod
-from reports.formatting import DASH, truncate
-from reports.model import Report
-from reports.tables import Board, Table
+from . import compare as compare_mod
+from .formatting import DASH, truncate
+from .model import Report
+from .tables import Board, Table
 
 
 def render_markdown(report: Report) -> str:

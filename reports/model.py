@@ -1,7 +1,7 @@
 """The report as data: per machine, a summary grid and one view per problem (tables, failures, chart data).
 
-Both renderers read this and nothing else: reports.markdown prints it, reports.page fills the HTML template and
-reports.charts draws the chart data. Problems with a failure come first (they need attention); within a problem,
+Both renderers read this and nothing else: gauntlet.reports.markdown prints it, gauntlet.reports.page fills the HTML template and
+gauntlet.reports.charts draws the chart data. Problems with a failure come first (they need attention); within a problem,
 `unsupported` records (the backend cannot run here: not a failure, by the README's words) are kept apart.
 
 Anchors are made of indexes only ("g0-p3-d0-s2"), never of names from a result, so no result can shape an id.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 
-from reports.formatting import DASH, ci_bounds, format_shape, format_speedup, number
-from reports.machines import Group, ceilings, describe_run, merge_groups, settings_warnings
-from reports.tables import (FAILED, Board, Table, detail_table, format_cases, format_verdict, geomean, intensity,
+from .formatting import DASH, ci_bounds, format_shape, format_speedup, number
+from .machines import Group, ceilings, describe_run, merge_groups, settings_warnings
+from .tables import (FAILED, Board, Table, detail_table, format_cases, format_verdict, geomean, intensity,
                             problem_boards, rank_records)
 
 # With at most this many distinct solution names on a machine, the grid's columns are the names (a solution's
@@ -61,7 +61,7 @@ class ProblemView:
     roofline: dict                 # chart data, see roofline_data
     shapes: list                   # [(dims named, where the shape comes from)]
     index: dict = field(default_factory=dict)    # solution -> its number in anchors
-    charts: dict = field(default_factory=dict)   # filled by reports.page: name -> SVG text
+    charts: dict = field(default_factory=dict)   # filled by gauntlet.reports.page: name -> SVG text
 
     def row_anchor(self, board: int, solution: str) -> str:
         return f"{self.anchor}-d{board}-s{self.index.get(solution, 0)}"
@@ -83,10 +83,10 @@ class GroupView:
 @dataclass
 class Report:
     generated: str
-    runs: list                     # one dict per results file (reports.machines.describe_run)
+    runs: list                     # one dict per results file (gauntlet.reports.machines.describe_run)
     groups: list                   # [GroupView]
     settings: list                 # warnings: records of one machine judged under other settings
-    compare: dict | None = None    # a reports.compare document, when two runs were compared
+    compare: dict | None = None    # a gauntlet.reports.compare document, when two runs were compared
     compare_names: tuple = ()
 
     @property

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import jinja2
 
-from reports import charts
-from reports.formatting import truncate
-from reports.model import ProblemView, Report
+from . import charts
+from .formatting import truncate
+from .model import ProblemView, Report
 
 
 def render_html(report: Report) -> str:
@@ -41,7 +41,7 @@ def row_anchors(problem: ProblemView, board: int):
 def _environment() -> jinja2.Environment:
     # autoescape=True rather than select_autoescape: the stylesheet is included as template text and the page must
     # be escaped whatever a template file is called. StrictUndefined: a misspelt field fails the test, not the page.
-    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("gauntlet.reports", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=False, keep_trailing_newline=True)
     env.filters["cap"] = truncate
     env.globals["row_anchors"] = row_anchors

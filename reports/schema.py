@@ -19,7 +19,7 @@ KINDS = ("eval", "run", "many", "compare")
 def load(kind: str) -> dict:
     if kind not in KINDS:
         raise ValueError(f"unknown schema {kind!r}; known: {', '.join(KINDS)}")
-    return json.loads(resources.files("harness").joinpath("schemas", f"{kind}.schema.json").read_text())
+    return json.loads(resources.files("gauntlet").joinpath("schemas", f"{kind}.schema.json").read_text())
 
 
 def problems(doc, kind: str) -> list[str]:

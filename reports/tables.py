@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from reports.formatting import (DASH, format_ms, format_number, format_percent, format_seconds, format_shape,
+from .formatting import (DASH, format_ms, format_number, format_percent, format_seconds, format_shape,
                                 format_speedup, format_speedup_ci, number)
 
 # Where non-pass records sit below the ranked ones: real failures first (they need attention), "unsupported" last.

@@ -15,7 +15,7 @@ export PYTHONPATH=$PWD:${PYTHONPATH:-} PYTHONUNBUFFERED=1
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
   python3 -c "import cupy; print('cupy', cupy.__version__)" || true
   python3 -c "import cutlass; print('cutlass-dsl ok')" || true
-  python3 -m harness list
+  python3 -m gauntlet list
 } 2>&1 | tee "$OUT/log.txt"
-timeout "${RUN_TIMEOUT:-480}" python3 -m harness run --device cuda --out "$OUT/results.json" --report "$OUT/report" \
+timeout "${RUN_TIMEOUT:-480}" python3 -m gauntlet run --device cuda --out "$OUT/results.json" --report "$OUT/report" \
   "$@" 2>&1 | tee -a "$OUT/log.txt"

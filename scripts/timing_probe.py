@@ -9,8 +9,8 @@ interleaved call by call: the harness's held loop with and without the profiler,
 do_bench_cudagraph.
 
 The window checks: (1) the hold's geometry, and whether a kernel launched on an unordered side stream during the hold
-starts before the hold ends, for torch.cuda._sleep (the old hold, one SM) and harness.gpu.hold; (2) the output snapshot
-reproduces values and strides; (3) the window's margins (harness.judge.timing.window) over honest timed calls of
+starts before the hold ends, for torch.cuda._sleep (the old hold, one SM) and gauntlet.gpu.hold; (2) the output snapshot
+reproduces values and strides; (3) the window's margins (gauntlet.judge.timing.window) over honest timed calls of
 triton_tiled and cuBLAS and of the window fixtures, in process; (4) the ratio probe at 4096^3; (5) gemm/triton_tiled
 judged with timing at 4096^3 (as `gauntlet eval gemm triton_tiled --dtype bfloat16 --examples 2 --max-shapes 1`), and
 the window fixtures (tests/bad, tests/good) judged with timing at 4096^3, for their verdicts and speedups."""
@@ -28,10 +28,10 @@ import triton.testing as tt
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import discover  # noqa: E402
-from harness.child.timing import Bench  # noqa: E402
-from harness.inputs import make_inputs  # noqa: E402
-from harness.problem import load_module  # noqa: E402
+from gauntlet import discover  # noqa: E402
+from gauntlet.child.timing import Bench  # noqa: E402
+from gauntlet.inputs import make_inputs  # noqa: E402
+from gauntlet.problem import load_module  # noqa: E402
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
 
 def ratios(m: int, n: int, k: int, rounds: int = 30) -> dict:
     """{condition: {"triton": median ms, "cublas": median ms, "ratio": cublas / triton, "wall_ms"}}."""
-    from harness.gpu import HOLD_MS
+    from gauntlet.gpu import HOLD_MS
     problem = discover.get_problem("gemm")
     spec = problem.dtype("bfloat16")
     tiled = load_module(ROOT / "solutions" / "gemm" / "triton_tiled.py", "probe_triton_tiled")
@@ -98,8 +98,8 @@ def _load(rel: str, name: str):
 
 def hold_check() -> dict:
     """Does a kernel on an unordered side stream start before the hold ends? Old hold and new, 5 trials each."""
-    from harness import gpu
-    from harness.child.profiling import CallProfiler
+    from gauntlet import gpu
+    from gauntlet.child.profiling import CallProfiler
     geometry = gpu.kernels().geometry
     side = torch.cuda.Stream()
     x = torch.zeros(1 << 16, device="cuda")
@@ -110,7 +110,7 @@ def hold_check() -> dict:
     torch.cuda.synchronize()
     cycles_per_ms = (1 << 22) / start.elapsed_time(end)
     res = {"geometry": geometry, "sleep_cycles_per_ms": round(cycles_per_ms)}
-    for label in ("old: torch.cuda._sleep", "new: harness.gpu.hold"):
+    for label in ("old: torch.cuda._sleep", "new: gauntlet.gpu.hold"):
         margins, lengths = [], []
         for _ in range(5):
             torch.cuda.synchronize()
@@ -134,7 +134,7 @@ def hold_check() -> dict:
 
 
 def snapshot_check() -> dict:
-    from harness import gpu
+    from gauntlet import gpu
     t = torch.randn(1000, 1003, device="cuda").to(torch.bfloat16)
     views = {"contiguous": t, "transposed": t.t(), "offset": t[1:, 3:], "strided": t[:, ::2],
              "expanded": torch.randn(7, device="cuda").expand(5, 7), "odd_bytes": torch.randn(7, device="cuda")[1:]}
@@ -148,10 +148,10 @@ def snapshot_check() -> dict:
 
 
 def window_margins(m: int, n: int, k: int, calls: int = 40) -> dict:
-    """Every timed call of each side through Bench.batch, judged by harness.judge.timing.window as the parent would."""
-    from harness.child.timing import Bench
-    from harness.gpu import HOLD_MS
-    from harness.judge.timing import window
+    """Every timed call of each side through Bench.batch, judged by gauntlet.judge.timing.window as the parent would."""
+    from gauntlet.child.timing import Bench
+    from gauntlet.gpu import HOLD_MS
+    from gauntlet.judge.timing import window
     problem = discover.get_problem("gemm")
     spec = problem.dtype("bfloat16")
     make = lambda seed: make_inputs(problem, {"M": m, "N": n, "K": k}, spec, seed, "cuda")  # noqa: E731
@@ -192,7 +192,7 @@ def window_margins(m: int, n: int, k: int, calls: int = 40) -> dict:
 
 
 def judged(path: str, budget: float, examples: int = 2, max_edges: int | None = None, peaks=None) -> dict:
-    from harness.judge.evaluate import Options, evaluate
+    from gauntlet.judge.evaluate import Options, evaluate
     problem = discover.get_problem("gemm")
     solution = discover.get_solution("gemm", path)
     bench = next(b for b in problem.benchmark if (b["M"], b["N"], b["K"]) == (4096, 4096, 4096))

@@ -39,8 +39,8 @@ def emit(out: Path, doc: dict) -> None:
 
 
 def judge(path_or_name: str, shapes, peaks, budget: float, examples: int = 2) -> dict:
-    from harness import discover
-    from harness.judge.evaluate import Options, evaluate
+    from gauntlet import discover
+    from gauntlet.judge.evaluate import Options, evaluate
     problem = discover.get_problem("gemm")
     solution = discover.get_solution("gemm", path_or_name)
     benches = [next(b for b in problem.benchmark if (b["M"], b["N"], b["K"]) == s) for s in shapes]
@@ -64,9 +64,9 @@ def independent(shapes, n_pairs: int = 7) -> list[dict]:
     import torch
     import triton.testing as tt
 
-    from harness import discover
-    from harness.inputs import make_inputs
-    from harness.problem import load_module
+    from gauntlet import discover
+    from gauntlet.inputs import make_inputs
+    from gauntlet.problem import load_module
     problem = discover.get_problem("gemm")
     spec = problem.dtype("bfloat16")
     tiled = load_module(ROOT / "solutions" / "gemm" / "triton_tiled.py", "check_triton_tiled")
@@ -187,7 +187,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     import torch
 
-    from harness.judge.timing.peaks import measure_peaks
+    from gauntlet.judge.timing.peaks import measure_peaks
     shapes = SHAPES[:1] if args.quick else SHAPES
     peaks = measure_peaks(torch.device("cuda"), {"bfloat16": (torch.bfloat16, False)})
     emit(out, {"step": "env", "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "peaks": peaks})

@@ -10,26 +10,26 @@ from pathlib import Path
 
 import pytest
 
-from harness import backends
+from gauntlet import backends
 
 # Triton kernels judged on the CPU run under Triton's interpreter, which Triton <= 3.6 cannot run with numpy >= 2.4
-# (the H100 runner's numpy 2.5): harness.backends.interpreter_broken says why.
+# (the H100 runner's numpy 2.5): gauntlet.backends.interpreter_broken says why.
 triton_cpu = pytest.mark.skipif(bool(backends.interpreter_broken()),
                                 reason=backends.interpreter_broken() or "Triton's CPU interpreter runs here")
 
 
 def skip_unless_triton_cpu_for(path) -> None:
     """Inside a test: skip when `path` is a Triton kernel and the CPU interpreter cannot run here."""
-    from harness import discover
+    from gauntlet import discover
     if backends.interpreter_broken() and discover.read_solution(path).backend == "triton":
         pytest.skip(backends.interpreter_broken())
 
 
 def schema_problems(doc: dict, kind: str) -> list:
-    """reports.schema.problems, or a skip where jsonschema (a [test] extra) is not installed: a runner judging on
+    """gauntlet.reports.schema.problems, or a skip where jsonschema (a [test] extra) is not installed: a runner judging on
     what it has (no package network) may lack it; the README's test command installs it."""
     pytest.importorskip("jsonschema", reason="jsonschema is not installed (pip install 'gauntlet[test]')")
-    from reports import schema
+    from gauntlet.reports import schema
     return schema.problems(doc, kind)
 
 
@@ -57,7 +57,7 @@ def plugin_env(env: dict) -> dict:
         return env
     path = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH", "")]))
     env = dict(env, PYTHONPATH=path)
-    return env if _sees_plugin(path) else dict(env, PYTEST_PLUGINS="harness.plugin")
+    return env if _sees_plugin(path) else dict(env, PYTEST_PLUGINS="gauntlet.plugin")
 
 
 def ctrl_c_default() -> None:

@@ -1,5 +1,5 @@
-"""KernelBench files and GPU MODE submissions are judged through their thin wrappers (harness.formats finds the
-format and backend statically; harness.child.adapters builds `solve` inside the confined worker) with the same
+"""KernelBench files and GPU MODE submissions are judged through their thin wrappers (gauntlet.formats finds the
+format and backend statically; gauntlet.child.adapters builds `solve` inside the confined worker) with the same
 checks as a native file: known-good files pass, known-bad ones fail, a KernelBench module's weights are the
 problem's inputs, and a file or pairing that cannot be judged gets a clear error blamed on whoever made it.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import discover, formats
-from harness.judge.evaluate import Options, evaluate
+from gauntlet import discover, formats
+from gauntlet.judge.evaluate import Options, evaluate
 from tests import needs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def test_kernelbench_parameters_are_the_problems_inputs_not_its_own_initialisati
 
 
 def test_a_module_with_parameters_the_problem_does_not_give_is_refused_by_name():
-    from harness.child import adapters
+    from gauntlet.child import adapters
     from tests.adapters.kernelbench_linear_extra_parameter import ModelNew
     with pytest.raises(adapters.AdapterError, match=r"3 parameter\(s\) \(scale, linear.weight, linear.bias\)"):
         adapters._match_parameters(ModelNew(4, 3), ["weight", "bias"], "gemm_bias_gelu", "f.py")
@@ -130,15 +130,15 @@ def test_a_module_with_parameters_the_problem_does_not_give_is_refused_by_name()
 
 
 def test_eval_many_judges_both_formats_bad_files_fail_and_says_which_adapter():
-    """eval-many's loop (harness.executors.many.judge_all, in this process to spare a judge's start-up): a batch of a
+    """eval-many's loop (gauntlet.executors.many.judge_all, in this process to spare a judge's start-up): a batch of a
     KernelBench and a GPU MODE file, each found by its own names, each a failing line naming its wrapper."""
-    from harness.executors import many
+    from gauntlet.executors import many
     problem = discover.get_problem("gemm")
     files = [FIXTURES / n for n in ("kernelbench_gemm_drops_a_term.py", "gpumode_gemm_bf16_inputs.py")]
     stdout = io.StringIO()
     run = many.Run(len(files), "cpu")
     opts = Options(device="cpu", dtypes=("float32",), examples=1, max_edges=1, timing=False, seed=1)
-    from harness.executors import InlineExecutor
+    from gauntlet.executors import InlineExecutor
     many.judge_all(problem, [many.Candidate(p.stem, p) for p in files], opts, many.Lines(stdout, None),
                    InlineExecutor(), run)
     lines = [json.loads(line) for line in stdout.getvalue().splitlines()]
@@ -152,7 +152,7 @@ def test_eval_many_judges_both_formats_bad_files_fail_and_says_which_adapter():
 # --- the user's pairing: a usage error before anything runs ----------------------------------------------------------
 
 def test_kernelbench_file_on_a_problem_without_a_mapping_is_a_usage_error():
-    out = subprocess.run([sys.executable, "-m", "harness", "eval", "int8_gemm",
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval", "int8_gemm",
                           str(FIXTURES / "kernelbench_gemm_triton.py"), "--device", "cpu", "--json"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     doc = json.loads(out.stdout)

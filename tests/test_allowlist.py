@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from harness import discover
-from harness.judge.evaluate import Options, evaluate
-from harness.judge.process import kernels
+from gauntlet import discover
+from gauntlet.judge.evaluate import Options, evaluate
+from gauntlet.judge.process import kernels
 from tests import needs
 from tests.test_bad_solutions import BAD
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import discover
-from harness.judge.evaluate import Options, evaluate
+from gauntlet import discover
+from gauntlet.judge.evaluate import Options, evaluate
 
 BAD = Path(__file__).parent / "bad"
 
@@ -90,7 +90,7 @@ def test_failure_shrinks_and_prints_a_replay_command_that_reproduces_it():
 def test_a_wrong_output_of_one_element_is_a_mismatch_not_stale_by_chance():
     """A split-K kernel with a bf16 running sum, on a 1x1 gemm output: its wrong answer to a later call of the case
     fell within an earlier call's element-wise budget, and the record said stale_output (CI, this very seed). Outputs
-    of under 16 elements are never called stale (harness.judge.calls.Judge._is_stale): a mismatch, failing all
+    of under 16 elements are never called stale (gauntlet.judge.calls.Judge._is_stale): a mismatch, failing all
     the same; stale answers of larger outputs are still caught (test_cli_eval_json_reports_the_code_and_exit_1)."""
     replay = evaluate(discover.get_problem("gemm"),
                       discover.get_solution("gemm", str(BAD / "ksplit_bf16_accumulate_short_k.py")),
@@ -100,7 +100,7 @@ def test_a_wrong_output_of_one_element_is_a_mismatch_not_stale_by_chance():
 
 
 def test_cli_eval_json_reports_the_code_and_exit_1():
-    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", str(BAD / "stale_cache_by_shape.py"),
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval", "gemm", str(BAD / "stale_cache_by_shape.py"),
                           "--device", "cpu", "--dtype", "float32", "--examples", "4", "--json"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stderr
@@ -111,7 +111,7 @@ def test_cli_eval_json_reports_the_code_and_exit_1():
 
 
 def test_cli_eval_shipped_solution_exit_0():
-    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", "torch_matmul", "--device", "cpu",
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval", "gemm", "torch_matmul", "--device", "cpu",
                           "--examples", "3", "--json"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["verdict"] == "pass"

@@ -19,10 +19,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness import discover
-from harness.inputs import make_inputs, matmul_precision
-from harness.judge.values import check
-from harness.judge.values.oracle import expected_for
+from gauntlet import discover
+from gauntlet.inputs import make_inputs, matmul_precision
+from gauntlet.judge.values import check
+from gauntlet.judge.values.oracle import expected_for
 
 GEMM = discover.get_problem("gemm")
 SEEDS = (0, 1)

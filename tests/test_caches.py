@@ -1,5 +1,5 @@
-"""The judge's caches (harness.judge.process.bytecode, .peaks, .environment) and the cheap escape scan
-(harness.judge.process.isolate): each saves seconds per judgement, and none may let a stale or planted file count."""
+"""The judge's caches (gauntlet.judge.process.bytecode, .peaks, .environment) and the cheap escape scan
+(gauntlet.judge.process.isolate): each saves seconds per judgement, and none may let a stale or planted file count."""
 import json
 import os
 import shutil
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.judge.process import bytecode, environment, isolate, pids
-from harness.judge.timing import peaks
+from gauntlet.judge.process import bytecode, environment, isolate, pids
+from gauntlet.judge.timing import peaks
 
 
 @pytest.fixture
@@ -69,10 +69,10 @@ def test_warm_fills_the_bytecode_cache_once_and_workers_are_pointed_at_it(cache)
 
 
 def test_the_warming_compiles_whole_folders_in_parallel_first(tmp_path, monkeypatch):
-    """harness.child.warm.precompile: the standard library and the named packages (torch, the harness...), test
+    """gauntlet.child.warm.precompile: the standard library and the named packages (torch, the harness...), test
     folders left out, compiled into the cache folder by several processes before the import chain runs; and no
     parallel pass where the host has under 4 cores."""
-    from harness.child import warm
+    from gauntlet.child import warm
     files = warm._sources()
     names = {Path(f).as_posix() for f in files}
     assert any(n.endswith("/torch/__init__.py") for n in names)
@@ -138,7 +138,7 @@ def test_warm_soon_warms_in_the_background_and_the_judges_find_its_stamp(cache, 
 
 
 def test_the_commands_that_start_workers_warm_soon_and_the_others_do_not(cache, monkeypatch, tmp_path):
-    from harness.cli.main import main
+    from gauntlet.cli.main import main
     asked = []
     monkeypatch.setattr(bytecode, "warm_soon", lambda: asked.append(1))
     out = str(tmp_path / "r.json")
@@ -158,12 +158,10 @@ def test_warm_soon_does_nothing_where_no_cache_is_needed(cache, monkeypatch):
 
 
 def test_a_judge_slot_imports_through_the_bytecode_cache(cache):
-    """A slot (harness.executors.slot, `run`'s judges) reads and fills the judge's bytecode cache as the `gauntlet`
+    """A slot (gauntlet.executors.slot, `run`'s judges) reads and fills the judge's bytecode cache as the `gauntlet`
     process does: before, it compiled torch from source at every start where site-packages has no __pycache__."""
-    from harness.executors.local import package_parent
-    env = dict(os.environ, GAUNTLET_CACHE=str(cache), GAUNTLET_PYCACHE="always",
-               PYTHONPATH=os.pathsep.join(filter(None, [package_parent(), os.environ.get("PYTHONPATH", "")])))
-    done = subprocess.run([sys.executable, "-P", "-m", "harness.executors.slot"], env=env, stdin=subprocess.DEVNULL,
+    env = dict(os.environ, GAUNTLET_CACHE=str(cache), GAUNTLET_PYCACHE="always")
+    done = subprocess.run([sys.executable, "-P", "-m", "gauntlet.executors.slot"], env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     folder = bytecode.prefix()
@@ -190,8 +188,8 @@ def test_the_cache_is_left_alone_where_the_packages_have_their_bytecode(cache, m
 
 
 def test_a_worker_confined_by_landlock_cannot_write_the_bytecode_cache(cache):
-    from harness.judge.sandbox import Confinement, landlock
-    from harness.judge.sandbox.limits import Limits
+    from gauntlet.judge.sandbox import Confinement, landlock
+    from gauntlet.judge.sandbox.limits import Limits
     if landlock.abi() < 1:
         pytest.skip("no Landlock on this kernel")
     folder = bytecode.prefix()
@@ -336,7 +334,7 @@ def test_a_package_file_that_no_longer_matches_its_record_is_named(tmp_path, mon
 
 
 def test_the_idle_flush_time_is_kept_per_card_and_stands_in_for_one_measured_beside_a_candidate(cache, monkeypatch):
-    from harness.judge.timing import timed
+    from gauntlet.judge.timing import timed
     monkeypatch.setattr(peaks, "_card_key", lambda device: "H100|GPU-1|driver 13000|torch x|cuda 13.0")
     assert peaks.cached_quiet("cuda") is None             # first judgement on this card: the gated start
     peaks.remember_quiet("cuda", 0.040)
@@ -363,10 +361,10 @@ def test_a_candidate_starts_beside_a_baseline_worker_still_starting():
     together when the judge is made, so their GPU start-ups share one turn on the card (never beside another judge's
     timing), and the baseline's confinement is recorded with the candidate's (the first H100 run of this path
     crashed in _start_judge on a missing one)."""
-    from harness import discover
-    from harness.judge import evaluate
-    from harness.judge.timing import timed
-    from harness.judge.records.results import EvalRecord
+    from gauntlet import discover
+    from gauntlet.judge import evaluate
+    from gauntlet.judge.timing import timed
+    from gauntlet.judge.records.results import EvalRecord
     problem = discover.get_problem("gemm")
     solution = discover.get_solution("gemm", "torch_matmul")
     opts = evaluate.Options(device="cpu")
@@ -398,7 +396,7 @@ def _compiler_output(home: Path) -> None:
 
 
 def test_a_files_compiled_kernels_seed_its_next_worker_and_no_other_file(cache, tmp_path):
-    from harness.judge.process import cache as kc
+    from gauntlet.judge.process import cache as kc
     one, two = tmp_path / "one.py", tmp_path / "two.py"
     one.write_text("BACKEND = 'triton'\n")
     two.write_text("BACKEND = 'triton'\n# another file\n")
@@ -423,7 +421,7 @@ def test_links_special_files_deep_folders_and_oversized_entries_are_not_kept(cac
     """A worker writes its scratch as it likes: a link to a file of the judge's, a FIFO that would hang a reader, a
     nested folder, an entry past the size bound, a compiler folder that is a link elsewhere. None of them is copied
     into the judge's cache."""
-    from harness.judge.process import cache as kc
+    from gauntlet.judge.process import cache as kc
     home = tmp_path / "home"
     secret = tmp_path / "judges_file"
     secret.write_text("not the worker's")
@@ -450,7 +448,7 @@ def test_links_special_files_deep_folders_and_oversized_entries_are_not_kept(cac
 
 
 def test_only_the_most_recently_judged_files_kernels_are_kept(cache, tmp_path, monkeypatch):
-    from harness.judge.process import cache as kc
+    from gauntlet.judge.process import cache as kc
     monkeypatch.setattr(kc, "MAX_FILES_KEPT", 2)
     for i, key in enumerate(("a" * 64, "b" * 64, "c" * 64)):
         home = tmp_path / key
@@ -465,10 +463,10 @@ def test_a_candidate_worker_is_seeded_with_what_its_file_compiled_last_time_only
     """End to end through isolate.Child: the first worker writes an entry into its TRITON_CACHE_DIR; after it is
     closed the judge has it, and the next worker for the same file starts with it. With --sandbox off (no Landlock:
     a worker could write the judge's cache for any file) nothing is kept or seeded."""
-    from harness import discover
-    from harness.judge import sandbox
-    from harness.judge.process import cache as kc
-    from harness.judge.process.isolate import Child
+    from gauntlet import discover
+    from gauntlet.judge import sandbox
+    from gauntlet.judge.process import cache as kc
+    from gauntlet.judge.process.isolate import Child
     if not sandbox.offered()["landlock_abi"]:
         pytest.skip("this kernel offers no Landlock: the compiled-kernel cache is not kept without it")
     sol = tmp_path / "compiles.py"
@@ -499,7 +497,7 @@ def test_a_seeded_triton_kernel_is_found_by_triton_itself(cache, tmp_path, monke
     specialization, every time a file was judged again: seen on an H100). Written and then read back by Triton's own
     cache manager, from two workers' folders."""
     triton_cache = pytest.importorskip("triton.runtime.cache")
-    from harness.judge.process import cache as kc
+    from gauntlet.judge.process import cache as kc
     first, again = tmp_path / "first", tmp_path / "again"
     monkeypatch.setenv("TRITON_CACHE_DIR", str(first / ".triton"))
     writer = triton_cache.FileCacheManager("K" * 52)
@@ -521,7 +519,7 @@ def test_a_seeded_triton_kernel_is_found_by_triton_itself(cache, tmp_path, monke
 def test_a_seeded_group_names_no_file_outside_its_own_entry(cache, tmp_path):
     """The group file is the worker's writing: a path it names elsewhere (the judge's files, another entry) is
     taken by its file name only, inside the entry, and a name with no such file there is dropped."""
-    from harness.judge.process import cache as kc
+    from gauntlet.judge.process import cache as kc
     entry = tmp_path / "first" / ".triton" / "e1"
     entry.mkdir(parents=True)
     (entry / "k.cubin").write_bytes(b"x")
@@ -546,7 +544,7 @@ def test_tritons_once_per_process_work_runs_in_a_thread_and_is_done_before_the_w
     CPU, where the interpreter is set up instead."""
     pytest.importorskip("triton")
     code = ("import sys, threading\n"
-            "from harness import backends\n"
+            "from gauntlet import backends\n"
             "backends.start_warming('triton', 'cpu'); backends.start_warming('torch', 'cuda')\n"
             "assert threading.active_count() == 1 and 'triton' not in sys.modules\n"
             "backends.start_warming('triton', 'cuda')\n"
@@ -567,7 +565,7 @@ def test_tritons_digest_of_itself_is_computed_once_and_taken_only_while_the_file
     pytest.importorskip("triton")
     stored = tmp_path / "triton-key.json"
     code = ("import json, sys\n"
-            "from harness.backends import triton_key as tk\n"
+            "from gauntlet.backends import triton_key as tk\n"
             "import triton.runtime.cache as cache\n"
             "path = sys.argv[1]\n"
             "assert not tk.load(path) and not tk.load(None)\n"

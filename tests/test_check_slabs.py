@@ -8,10 +8,10 @@ import math
 import pytest
 import torch
 
-from harness import discover
-from harness.inputs import make_inputs
-from harness.judge.values import check, memory
-from harness.judge.values.oracle import expected_for
+from gauntlet import discover
+from gauntlet.inputs import make_inputs
+from gauntlet.judge.values import check, memory
+from gauntlet.judge.values.oracle import expected_for
 
 BMM = discover.get_problem("bmm")
 

@@ -35,7 +35,7 @@ def _steps() -> dict:
 def _shims(folder: Path) -> Path:
     """`pytest` and `gauntlet` of this interpreter (a venv that sees system packages may have neither script)."""
     folder.mkdir()
-    for name, module in (("pytest", "pytest"), ("gauntlet", "harness")):
+    for name, module in (("pytest", "pytest"), ("gauntlet", "gauntlet")):
         path = folder / name
         path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m {module} "$@"\n')
         path.chmod(path.stat().st_mode | stat.S_IEXEC)

@@ -21,7 +21,7 @@ _NOT_COPIED = {".git", ".gauntlet", ".venv", ".pytest_cache", "__pycache__", "re
 
 
 def _cli(*args, cwd=ROOT, env=None):
-    out = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "gauntlet", *args], cwd=cwd, env=env, capture_output=True, text=True,
                          timeout=300)
     return out.returncode, out.stdout, out.stderr
 
@@ -107,7 +107,7 @@ def test_a_killed_judge_leaves_no_worker_running(tmp_path):
     script.write_text(textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from harness.judge.process.isolate import Child
+        from gauntlet.judge.process.isolate import Child
         child = Child("gemm", {str(ROOT / 'solutions' / 'gemm' / 'torch_matmul.py')!r}, "torch", "cpu")
         print(child.proc.pid, flush=True)
         time.sleep(120)
@@ -181,8 +181,8 @@ def test_list_json_is_one_object_and_names_the_broken_problem(tmp_path):
 def test_a_harness_bug_outside_a_judgement_is_blamed_on_the_harness_not_the_user(monkeypatch, capsys):
     """A ValueError from Gauntlet's own code (here `list` made to raise one) is an internal error: exit 3, one JSON
     object blaming the harness, the traceback on stderr. It used to be caught as a usage error blamed on the user."""
-    from harness.cli import list as list_cmd
-    cli_main = importlib.import_module("harness.cli.main")
+    from gauntlet.cli import list as list_cmd
+    cli_main = importlib.import_module("gauntlet.cli.main")
 
     def broken(args):
         raise ValueError("an index the harness got wrong")
@@ -199,7 +199,7 @@ def test_a_harness_bug_outside_a_judgement_is_blamed_on_the_harness_not_the_user
 
 def test_what_the_user_gave_is_still_the_user_s_usage_error(capsys):
     """The settings once checked with a plain ValueError are UsageErrors now: still exit 2, said as the user's."""
-    cli_main = importlib.import_module("harness.cli.main")
+    cli_main = importlib.import_module("gauntlet.cli.main")
     code = cli_main.main(["eval-many", "gemm", str(ROOT / "solutions" / "gemm" / "torch_matmul.py"), "--device",
                           "cpu", "--gpus", "all"])
     out, err = capsys.readouterr()

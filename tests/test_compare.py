@@ -1,4 +1,4 @@
-"""`gauntlet compare` (reports.compare), the regression gate. The records in tests/data are real: three separate
+"""`gauntlet compare` (gauntlet.reports.compare), the regression gate. The records in tests/data are real: three separate
 judgements of gemm/triton_tiled (bf16, 4096^3) in one session on an H100 (80 GB HBM3), the same code each time;
 the slowdown and the failure are planted into copies of them."""
 import copy
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import compare
+from gauntlet.reports import compare
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -37,7 +37,7 @@ def _slowed(record: dict, factor: float) -> dict:
 
 
 def _cli(*argv):
-    out = subprocess.run([sys.executable, "-m", "harness", "compare", *map(str, argv)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "compare", *map(str, argv)], capture_output=True,
                          text=True, cwd=ROOT, timeout=120)
     return out.returncode, out.stdout, out.stderr
 

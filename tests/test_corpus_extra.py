@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import discover
-from harness.judge.evaluate import Options, evaluate
+from gauntlet import discover
+from gauntlet.judge.evaluate import Options, evaluate
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -90,7 +90,7 @@ def _cuda_available() -> bool:
 def _peaks(dtype: str) -> dict:
     import torch
 
-    from harness.judge.timing.peaks import measure_peaks
+    from gauntlet.judge.timing.peaks import measure_peaks
     spec = discover.get_problem("gemm").dtype(dtype)
     return measure_peaks(torch.device("cuda"), {dtype: (spec.torch_dtype(), spec.tf32)})
 
@@ -120,7 +120,7 @@ def _judge_in_scratch_copy(path: Path, hints: dict, device: str, tmp_path: Path)
     shutil.copytree(ROOT, copy, ignore=_not_copied)
     (copy / ".gauntlet_scratch_copy").write_text("a scratch copy made by tests/test_corpus_extra.py\n")
     target = copy / path.relative_to(ROOT)
-    cmd = [sys.executable, "-m", "harness", "eval", "gemm", str(target), "--device", device,
+    cmd = [sys.executable, "-m", "gauntlet", "eval", "gemm", str(target), "--device", device,
            "--dtype", _dtype(hints), "--examples", str(CPU_EXAMPLES if device == "cpu" else GPU_EXAMPLES), "--json"]
     if hints.get("CASE"):
         cmd += ["--case", hints["CASE"]]
@@ -156,7 +156,7 @@ def test_corpus_file_gets_its_expected_outcome(kind, path, hints, tmp_path):
 def test_corpus_is_big_enough_and_well_formed():
     """At least 35 known-bad files in all (the original fixtures included) and 5 known-good ones; every hinted
     file names a known reason code and a known device, and good files expect a pass."""
-    from harness.reasons import CODES
+    from gauntlet.reasons import CODES
     bad = sorted((HERE / "bad").glob("*.py"))
     good = [p for p in CORPUS if p.values[0] == "good"]
     assert len(bad) >= 35 and len(good) >= 5, (len(bad), len(good))

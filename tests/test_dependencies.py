@@ -11,10 +11,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DIST = {"yaml": "pyyaml"}                                  # import name -> distribution name, where they differ
 OPTIONAL = {"triton", "cupy", "cutlass",                   # the extras: [triton], [cupy], [cute]
-            "jsonschema",                                   # [test]: reports.schema.problems validates with it
+            "jsonschema",                                   # [test]: gauntlet.reports.schema.problems validates with it
             "ray"}                                          # [ray]: --executor ray (harness/executors/cluster)
 USED_THROUGH_TORCH = {"numpy": "Tensor.numpy() on the harness's wire (harness/protocol.py)"}
-OWN = {"harness", "reports", "gauntlet_problems", "gauntlet_solutions", "__future__"}
+OWN = {"gauntlet", "__future__"}
 
 
 def _imports() -> dict:
@@ -51,7 +51,7 @@ def test_triton_on_the_cpu_is_unsupported_where_its_interpreter_cannot_run(monke
     blamed on the candidate. Triton on the GPU is not affected."""
     from importlib import metadata
 
-    from harness import backends
+    from gauntlet import backends
     versions = {"triton": "3.6.0", "numpy": "2.5.2"}
     monkeypatch.setattr(metadata, "version", lambda name: versions[name])
     ok, why = backends.status("triton", "cpu")
@@ -68,7 +68,7 @@ def test_a_triton_worker_on_a_gpu_imports_triton_before_its_gate_and_nothing_els
     only (on the CPU, TRITON_INTERPRET must be set first: after_import's business), and never a library that might
     touch the GPU as it imports (CuPy, the CuTe DSL)."""
     import subprocess
-    script = ("import sys\nfrom harness import backends\n"
+    script = ("import sys\nfrom gauntlet import backends\n"
               "backends.preload('triton', 'cpu'); backends.preload('cupy', 'cuda'); backends.preload('cute', 'cuda')\n"
               "before = sorted(m for m in ('triton', 'cupy', 'cutlass') if m in sys.modules)\n"
               "backends.preload('triton', 'cuda')\n"

@@ -1,11 +1,11 @@
-"""float32's exact-arithmetic operands (harness.inputs.exact_matmul_operands): exact, sparse as promised, and made
+"""float32's exact-arithmetic operands (gauntlet.inputs.exact_matmul_operands): exact, sparse as promised, and made
 without temporaries larger than a slab, so a GB-sized B fits beside the judge and its worker on one card."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from harness import inputs
+from gauntlet import inputs
 
 
 @pytest.mark.parametrize("lead,M,N,K", [((), 5, 7, 3), ((3,), 4, 300, 1), ((2,), 8, 9, 1000), ((), 0, 5, 4),

@@ -1,9 +1,9 @@
 """A failing case is kept and replayed first the next time the same file is judged, whatever the new seed."""
 from pathlib import Path
 
-from harness import discover
-from harness.judge.evaluate import Options, evaluate
-from harness.judge.values import failures
+from gauntlet import discover
+from gauntlet.judge.evaluate import Options, evaluate
+from gauntlet.judge.values import failures
 from tests import needs
 
 BAD = Path(__file__).parent / "bad" / "triton_tail_tile_bug.py"

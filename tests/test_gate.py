@@ -1,5 +1,5 @@
 """The plugin's regression gate: `pytest --gauntlet-compare BASE [--gauntlet-fail-on PCT] [--gauntlet-out NEW]`
-(harness.plugin.SessionGate, harness.judge.records.gate). A session's records are merged per solution, compared with the
+(gauntlet.plugin.SessionGate, gauntlet.judge.records.gate). A session's records are merged per solution, compared with the
 stored file as `gauntlet compare` compares, printed as Markdown, and a regression fails the session.
 
 Timings need a GPU, so the timed records are planted: the real H100 records of tests/data (test_compare.py), put
@@ -15,8 +15,8 @@ import pytest
 import torch  # noqa: F401 - loaded before pytester's in-process sessions, which drop the modules they import, and
 #               a C extension such as torch's cannot be imported a second time into one process
 
-from harness.judge.records import gate
-from reports import compare
+from gauntlet.judge.records import gate
+from gauntlet.reports import compare
 from tests import needs
 from tests.test_compare import REAL, _record, _slowed
 from tests.test_install import PROJECT, _make_project
@@ -25,7 +25,7 @@ pytest_plugins = ["pytester"]
 
 # The plugin comes from the package's entry point where it is installed, else (a plain checkout) from -p.
 PLUGIN = [] if any(ep.name == "gauntlet" for ep in metadata.entry_points(group="pytest11")) else ["-p",
-                                                                                                  "harness.plugin"]
+                                                                                                  "gauntlet.plugin"]
 
 PLANT = """
     import json

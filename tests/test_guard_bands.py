@@ -1,11 +1,11 @@
-"""Guard bands around every input (harness.child.guard.banded): reads past an input's end see poison instead of a
+"""Guard bands around every input (gauntlet.child.guard.banded): reads past an input's end see poison instead of a
 lucky zero, writes past it are caught. CPU tests of the child-side helpers, and one judgement end to end."""
 from __future__ import annotations
 
 import math
 import torch
 
-from harness.child import guard
+from gauntlet.child import guard
 
 
 def test_banded_inputs_keep_values_shapes_strides_and_alignment():

@@ -9,13 +9,13 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from harness import discover, protocol
-from harness.inputs import make_inputs
-from harness.judge.records.results import EvalRecord, ResultsFile, load
-from harness.judge.timing import scoring
-from harness.judge.values import check, fuzz
-from harness.judge.values.oracle import expected_for
-from harness.problem import FuzzBounds, ProblemError, load_problem
+from gauntlet import discover, protocol
+from gauntlet.inputs import make_inputs
+from gauntlet.judge.records.results import EvalRecord, ResultsFile, load
+from gauntlet.judge.timing import scoring
+from gauntlet.judge.values import check, fuzz
+from gauntlet.judge.values.oracle import expected_for
+from gauntlet.problem import FuzzBounds, ProblemError, load_problem
 
 GEMM = discover.get_problem("gemm")
 
@@ -133,7 +133,7 @@ def test_the_device_fold_sees_any_changed_or_swapped_element_whatever_the_layout
 
 
 def test_stage_totals_sum_each_records_stages_and_say_where_the_time_went():
-    from harness.judge.records.results import describe_stages, stage_totals
+    from gauntlet.judge.records.results import describe_stages, stage_totals
     records = [{"stages_s": {"start": 2.0, "correctness": {"float32": 5.0, "bfloat16": 3.0}, "rest": 0.5}},
                {"stages_s": {"start": 1.0, "timing": {"float32": 9.0}}}, {"verdict": "error"}]
     totals = stage_totals(records)
@@ -268,7 +268,7 @@ def test_a_spot_blob_taken_for_the_gpu_is_read_from_the_area_as_a_tensor_and_che
 def test_a_judgement_s_large_outputs_come_back_through_the_worker_s_area(monkeypatch):
     """The area end to end, on the CPU: a confined worker (Landlock and seccomp where the kernel has them) inherits
     its sealed area, writes a 2.9 MB output there, and the judge takes it out and passes the case."""
-    from harness.judge.evaluate import Options, evaluate
+    from gauntlet.judge.evaluate import Options, evaluate
     if protocol.Area.create(1 << 20) is None:
         pytest.skip("no sealable memfd here")
     places = []
@@ -293,8 +293,8 @@ def test_recv_times_out_instead_of_hanging():
 def test_a_start_cut_short_by_the_total_time_limit_names_the_total():
     """Under load a worker's start can outlast what is left of the judgement's total: the verdict names the total
     (the bound in force), not the start's own 300 s limit, which it never reached."""
-    from harness.judge.process.isolate import Child, ChildFailed
-    from harness.judge.process.watchdog import TimeBudget
+    from gauntlet.judge.process.isolate import Child, ChildFailed
+    from gauntlet.judge.process.watchdog import TimeBudget
     r, w = os.pipe()
     child = object.__new__(Child)              # the channel and budget only: no process to start for this
     child.resp_r, child.budget, child.close, child.area = r, TimeBudget(0.3), lambda: None, None
@@ -319,7 +319,7 @@ def test_bad_problem_files_name_the_file_and_key(tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "gauntlet", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_cli_unknown_problem_lists_known_and_exits_2():
@@ -361,7 +361,7 @@ def test_scoring_geomean_fast_p_and_interval():
 
 
 def test_edge_cases_reach_each_dims_largest_odd_value_and_top():
-    from harness.judge.values.fuzz import edge_cases
+    from gauntlet.judge.values.fuzz import edge_cases
     bounds = discover.get_problem("gemm").fuzz["cpu"]
     cases = edge_cases(bounds)
     for dim, (lo, hi) in bounds.dims.items():
@@ -380,7 +380,7 @@ def test_about_half_the_draws_align_every_dim():
     """Fast paths branch on alignment (TMA: 16-byte rows); independent per-dim draws almost never align all dims at
     once, so the strategy draws about half its shapes with every dim a multiple of one alignment (8 to 128)."""
     from hypothesis import HealthCheck, given, settings
-    from harness.judge.values.fuzz import shapes
+    from gauntlet.judge.values.fuzz import shapes
     bounds = discover.get_problem("int8_gemm").fuzz["cpu"]
     hits = []
 
@@ -398,7 +398,7 @@ def test_random_draws_alone_rarely_reach_the_top_odd_values():
     """Why the edge cases exist: over 2000 random draws of gemm's CPU domain, odd K >= 1041 comes up in a few
     percent of cases (measured: README), too rarely for 20 examples to be sure of meeting it."""
     from hypothesis import HealthCheck, given, settings
-    from harness.judge.values.fuzz import shapes
+    from gauntlet.judge.values.fuzz import shapes
     bounds = discover.get_problem("gemm").fuzz["cpu"]
     hits = []
 
@@ -413,12 +413,12 @@ def test_random_draws_alone_rarely_reach_the_top_odd_values():
 
 
 def test_the_profiler_the_worker_runs_is_watched_down_to_its_enter_and_exit(monkeypatch):
-    """The worker's CallProfiler runs torch.autograd.profiler.profile as a context (harness.child.profiling): a
+    """The worker's CallProfiler runs torch.autograd.profiler.profile as a context (gauntlet.child.profiling): a
     candidate that swapped its __exit__ (or the start behind __enter__) would blind every later call's check, so the
     tamper watch names them."""
     import torch.autograd.profiler as autograd_profiler
 
-    from harness.child import guard
+    from gauntlet.child import guard
     watch = guard.TamperWatch()
     for name in ("__enter__", "__exit__", "_start_trace"):
         monkeypatch.setattr(autograd_profiler.profile, name, lambda self, *a: None)
@@ -433,7 +433,7 @@ def test_the_tamper_watch_s_fast_lookup_answers_as_getattr_static_does():
     import inspect
     import types
 
-    from harness.child import guard
+    from gauntlet.child import guard
     watch = guard.TamperWatch()
     assert len(watch.items) > 500
     for _, owner, attr in watch.items:

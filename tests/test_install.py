@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import discover
+from gauntlet import discover
 
 pytest_plugins = ["pytester"]
 
@@ -247,18 +247,23 @@ def _listed_solutions(listing: str, problem: str) -> list[str]:
 
 
 def test_the_wheel_holds_every_harness_file_and_the_shipped_problems(wheel):
+    """One import name: harness/ is `gauntlet`, reports/ `gauntlet.reports`, the shipped problems and solutions
+    package data inside it; nothing else at the top of site-packages (a user's own `reports` or another tool's
+    `harness` must not collide with ours)."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {str(p.relative_to(CHECKOUT)) for pkg in ("harness", "reports") for p in (CHECKOUT / pkg).rglob("*.py")
-                if "__pycache__" not in p.parts}
-    expected |= {str(p.relative_to(CHECKOUT)) for p in (CHECKOUT / "harness" / "schemas").glob("*.json")}
-    expected |= {str(p.relative_to(CHECKOUT)) for p in (CHECKOUT / "reports" / "templates").iterdir()}
-    mapped = {"problems": "gauntlet_problems", "solutions": "gauntlet_solutions"}
-    for folder, target in mapped.items():
-        expected |= {f"{target}/{p.relative_to(CHECKOUT / folder)}" for p in (CHECKOUT / folder).glob("*/*")
+    where = {"harness": "gauntlet", "reports": "gauntlet/reports", "problems": "gauntlet/problems",
+             "solutions": "gauntlet/solutions"}
+    expected = {f"{where[pkg]}/{p.relative_to(CHECKOUT / pkg)}" for pkg in ("harness", "reports")
+                for p in (CHECKOUT / pkg).rglob("*.py") if "__pycache__" not in p.parts}
+    expected |= {f"gauntlet/schemas/{p.name}" for p in (CHECKOUT / "harness" / "schemas").glob("*.json")}
+    expected |= {f"gauntlet/reports/templates/{p.name}" for p in (CHECKOUT / "reports" / "templates").iterdir()}
+    for folder in ("problems", "solutions"):
+        expected |= {f"{where[folder]}/{p.relative_to(CHECKOUT / folder)}" for p in (CHECKOUT / folder).glob("*/*")
                      if p.is_file() and p.suffix in (".py", ".yaml", ".md")}
     missing = sorted(expected - names)
     assert not missing, f"the wheel lacks {missing[:10]} (a new package under harness/ must be listed in pyproject)"
-    assert not [n for n in names if n.startswith(("tests/", "problems/", "solutions/"))]
+    tops = {n.split("/")[0] for n in names}
+    assert tops == {"gauntlet", next(n for n in tops if n.endswith(".dist-info"))}, sorted(tops)
 
 
 def test_the_readme_recipe_judges_a_users_problem_in_a_fresh_venv_with_only_torch(wheel, recipe_venv, tmp_path):
@@ -274,15 +279,15 @@ def test_the_readme_recipe_judges_a_users_problem_in_a_fresh_venv_with_only_torc
     if code != 0 and _index_unreachable():
         pytest.skip(_index_unreachable())
     assert code == 0, out
-    code, out = _run([recipe_venv / "bin" / "python", "-c", "import harness, numpy, hypothesis, yaml, pytest; "
-                      "print(harness.__file__)"], project, env)
+    code, out = _run([recipe_venv / "bin" / "python", "-c", "import gauntlet, numpy, hypothesis, yaml, pytest; "
+                      "print(gauntlet.__file__)"], project, env)
     assert code == 0 and out.startswith(str(recipe_venv)), out            # the wheel's harness, not the checkout's
     installed = _tree(recipe_venv / "lib")
     # The leaderboard page's template and stylesheet load from the installed package (package data), not the
     # checkout; in Python rather than `gauntlet report`, to spare a process that imports torch.
     board = project / "board"
-    code, said = _run([recipe_venv / "bin" / "python", "-c", "import sys, reports.page as p; "
-                       "from reports.leaderboard import build; print(p.__file__, build(sys.argv[1:2], sys.argv[2])['html'])",
+    code, said = _run([recipe_venv / "bin" / "python", "-c", "import sys, gauntlet.reports.page as p; "
+                       "from gauntlet.reports.leaderboard import build; print(p.__file__, build(sys.argv[1:2], sys.argv[2])['html'])",
                        CHECKOUT / "tests/data/h100_triton_tiled_1.json", board], project, env)
     assert code == 0 and any(line.startswith(str(recipe_venv)) for line in said.splitlines() if "page.py" in line), said
     assert "<table class=\"grid\">" in (board / "leaderboard.html").read_text()
@@ -314,8 +319,8 @@ def test_the_plugin_judges_a_users_repository_and_a_hand_written_test_finds_its_
     force for the session, so a test calling discover + evaluate judges the user's problem."""
     _make_project(pytester.path, {k: v for k, v in PROJECT.items() if "wrong_sign" not in k})
     (pytester.path / "test_by_hand.py").write_text(textwrap.dedent("""
-        from harness import discover
-        from harness.judge.evaluate import Options, evaluate
+        from gauntlet import discover
+        from gauntlet.judge.evaluate import Options, evaluate
 
 
         def test_my_kernel_by_hand():
@@ -331,7 +336,7 @@ def test_the_plugin_judges_a_users_repository_and_a_hand_written_test_finds_its_
     # The plugin's own judgement of fused.py is run in the fresh venv above; here it is collected (and deselected,
     # to spare a process start) beside the hand-written test, which runs.
     result = pytester.runpytest("-p", "no:cacheprovider", "-v", "-k", "by_hand",
-                                *([] if installed else ["-p", "harness.plugin"]))
+                                *([] if installed else ["-p", "gauntlet.plugin"]))
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["*collected 2 items / 1 deselected / 1 selected", "*test_by_hand.py*PASSED*"])
     assert discover.use(before) is before          # the session gave the search path back

@@ -1,4 +1,4 @@
-"""Triton's CPU interpreter, as the harness patches it (harness.backends.triton_interpreter), gives the GPU's answers:
+"""Triton's CPU interpreter, as the harness patches it (gauntlet.backends.triton_interpreter), gives the GPU's answers:
 autotuned kernels run (one config, named), float casts round as on an H100 (fp8 included), and a third-party-style
 fp8 kernel that uses a plain `.to(tl.float8e4nv)` is judged `pass` on the CPU, as it would be on the GPU.
 
@@ -77,7 +77,7 @@ finally:
     else:
         os.environ["TRITON_INTERPRET"] = _saved
 
-from harness.backends import triton_interpreter  # noqa: E402
+from gauntlet.backends import triton_interpreter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SAT = {torch.float8_e4m3fn: 448.0, torch.float8_e5m2: 57344.0}
@@ -305,8 +305,8 @@ def test_third_party_fp8_kernel_with_a_plain_cast_passes_on_the_cpu():
     """tests/good/fp8_rowwise_plain_cast.py quantizes with `.to(tl.float8e4nv)` (no rounding workaround) under
     @triton.autotune: the judge runs it in a worker, as for any solution, and it must pass, as on an H100; the
     record names the autotune config that ran. One case with tails in M, N and K keeps it to seconds."""
-    from harness import discover
-    from harness.judge.evaluate import Options, evaluate
+    from gauntlet import discover
+    from gauntlet.judge.evaluate import Options, evaluate
     path = ROOT / "tests" / "good" / "fp8_rowwise_plain_cast.py"
     record = evaluate(discover.get_problem("fp8_gemm_rowwise"), discover.get_solution("fp8_gemm_rowwise", str(path)),
                       Options(device="cpu", case="M=9,N=67,K=300,seed=7", timing=False, shrink=False))

@@ -60,7 +60,7 @@ def _argv(tmp_path, *names):
 
 def _start(argv, forks=True):
     env = dict(os.environ, STUCK_FORKS="1" if forks else "")
-    return subprocess.Popen([sys.executable, "-m", "harness", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "gauntlet", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, env=env, preexec_fn=needs.ctrl_c_default)
 
 
@@ -146,7 +146,7 @@ def test_signal_ends_run_cleanly(suite, signum, to_group):
     if signum == signal.SIGTERM:
         # The command the line gives resumes: with b_stuck fixed, the rest is judged and the mark goes.
         (suite / "solutions" / "gemm" / "b_stuck.py").write_text(textwrap.dedent(QUICK))
-        again = subprocess.run([sys.executable, "-m", "harness", *shlex.split(resume)[1:]], capture_output=True,
+        again = subprocess.run([sys.executable, "-m", "gauntlet", *shlex.split(resume)[1:]], capture_output=True,
                                text=True, timeout=300)
         assert again.returncode == 0, again.stderr
         assert "gemm/a_quick@cpu: unchanged since it was judged: pass (resumed)" in again.stderr
@@ -175,7 +175,7 @@ def test_second_signal_ends_at_once(suite):
 
 HANGS = """
 import subprocess, sys, time
-from harness.judge.records import interrupt
+from gauntlet.judge.records import interrupt
 def sleeper():
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "{tag}"], start_new_session=True)
     print(p.pid, flush=True)
@@ -251,7 +251,7 @@ def test_sigkill_between_records_leaves_a_file_that_resumes(suite):
     _no_survivors(suite)
     doc = json.loads((suite / "results.json").read_text())
     assert [r["solution"] for r in doc["records"]] == ["a_quick"]
-    again = subprocess.run([sys.executable, "-m", "harness", *_argv(suite, "a_quick")], capture_output=True,
+    again = subprocess.run([sys.executable, "-m", "gauntlet", *_argv(suite, "a_quick")], capture_output=True,
                            text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert "(resumed)" in again.stderr and "new 0" in again.stderr
@@ -260,8 +260,8 @@ def test_sigkill_between_records_leaves_a_file_that_resumes(suite):
 MID_WRITE = """
 import os, signal, sys
 from pathlib import Path
-from harness.judge.records import results
-from harness.judge.records.results import EvalRecord, ResultsFile
+from gauntlet.judge.records import results
+from gauntlet.judge.records.results import EvalRecord, ResultsFile
 out, where = Path(sys.argv[1]), sys.argv[2]
 rf = ResultsFile(out, {"device": "cpu"})
 rf.add(EvalRecord("gemm", "first", "first.py", "torch", "cpu"))
@@ -281,7 +281,7 @@ rf.add(EvalRecord("gemm", "second", "second.py", "torch", "cpu"))
 
 @pytest.mark.parametrize("where", ["writing", "renaming"])
 def test_sigkill_mid_write_leaves_the_previous_file(tmp_path, where):
-    from harness.judge.records.results import EvalRecord, ResultsFile, load
+    from gauntlet.judge.records.results import EvalRecord, ResultsFile, load
     out = tmp_path / "results.json"
     proc = subprocess.run([sys.executable, "-c", MID_WRITE, str(out), where], capture_output=True, text=True,
                           timeout=60)

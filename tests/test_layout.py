@@ -13,32 +13,49 @@ import re
 from pathlib import Path
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
-SHARED = {"harness.protocol", "harness.problem", "harness.inputs", "harness.discover", "harness.searchpath",
-          "harness.reasons", "harness.gpu", "harness.cards", "harness.backends", "harness.backends.triton_interpreter",
-          "harness.backends.triton_casts", "harness.backends.triton_autotune", "harness.backends.triton_key",
-          "harness.formats"}
-ENTRY = {"harness", "harness.plugin", "harness.__main__"}
+SHARED = {"gauntlet.protocol", "gauntlet.problem", "gauntlet.inputs", "gauntlet.discover", "gauntlet.searchpath",
+          "gauntlet.reasons", "gauntlet.gpu", "gauntlet.cards", "gauntlet.backends", "gauntlet.backends.triton_interpreter",
+          "gauntlet.backends.triton_casts", "gauntlet.backends.triton_autotune", "gauntlet.backends.triton_key",
+          "gauntlet.formats"}
+ENTRY = {"gauntlet", "gauntlet.plugin", "gauntlet.__main__"}
 # The folders whose docstrings state what they may import, and the trusted side's other rooms.
-FOLDERS = ("harness.judge.values", "harness.judge.timing", "harness.judge.process", "harness.judge.records",
-           "harness.judge.sandbox", "harness.executors", "harness.mutate")
-TRUSTED = ("harness.judge", "harness.executors", "harness.mutate", "harness.cli")
+FOLDERS = ("gauntlet.judge.values", "gauntlet.judge.timing", "gauntlet.judge.process", "gauntlet.judge.records",
+           "gauntlet.judge.sandbox", "gauntlet.executors", "gauntlet.mutate")
+TRUSTED = ("gauntlet.judge", "gauntlet.executors", "gauntlet.mutate", "gauntlet.cli")
 MAX_JUDGE_LINES, MAX_FOLDER_FILES = 330, 10
 
 
 def _imports(path: Path) -> set[str]:
+    """The package modules (and names from them) a file imports, relative imports resolved to absolute names: the
+    package imports itself relatively (pyproject.toml), so `from ..judge import x` in gauntlet.cli.run is
+    gauntlet.judge and gauntlet.judge.x."""
+    module = _module(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-    return {name for name in found if name.split(".")[0] in ("harness", "reports")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
+                source = ".".join(filter(None, [base, node.module]))
+            else:
+                source = node.module
+            found |= {source} | {f"{source}.{a.name}" for a in node.names if not a.name.startswith("__")}
+    return {name for name in found if name.split(".")[0] == "gauntlet"}
 
 
 def _module(path: Path) -> str:
+    """The import name of a file of harness/ (the package `gauntlet`) or reports/ (`gauntlet.reports`)."""
     rel = path.relative_to(HARNESS.parent).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-    return ".".join(parts)
+    top = {"harness": ("gauntlet",), "reports": ("gauntlet", "reports")}[parts[0]]
+    return ".".join(top + tuple(parts[1:]))
+
+
+def _folder(package: str) -> Path:
+    """The folder of a package of harness/ (gauntlet.judge.values: harness/judge/values)."""
+    return HARNESS.joinpath(*package.split(".")[1:])
 
 
 def _files(sub: str):
@@ -47,27 +64,28 @@ def _files(sub: str):
 
 def _room(name: str) -> str:
     """The folder a module (or a name imported from it) lives in: one of FOLDERS, the judge's top level
-    (`harness.judge`), another package of the harness, a shared module, or `reports`."""
+    (`gauntlet.judge`), another package of the harness, a shared module, or `gauntlet.reports`."""
     for folder in FOLDERS:
         if name == folder or name.startswith(folder + "."):
             return folder
-    for package in ("harness.judge", "harness.child", "harness.cli", "harness.backends"):
+    for package in ("gauntlet.judge", "gauntlet.child", "gauntlet.cli", "gauntlet.backends"):
         if name == package or name.startswith(package + "."):
             return package
-    if name.startswith("reports"):
-        return "reports"
+    if name.startswith("gauntlet.reports"):
+        return "gauntlet.reports"
     return name if name in SHARED or name in ENTRY else ".".join(name.split(".")[:2])
 
 
 def _may_import(folder: str) -> set[str]:
-    """The rooms a folder's docstring allows, from its "May import:" paragraph (`harness.judge` alone: all of it)."""
-    doc = ast.get_docstring(ast.parse((HARNESS.parent / folder.replace(".", "/") / "__init__.py").read_text()))
+    """The rooms a folder's docstring allows, from its "May import:" paragraph (`gauntlet.judge` alone: all of it)."""
+    doc = ast.get_docstring(ast.parse((_folder(folder) / "__init__.py").read_text()))
     assert doc and "May import:" in doc, f"{folder}'s docstring says nothing of what it may import"
     line = doc[doc.index("May import:"):].split("\n\n")[0]
-    named = set(re.findall(r"\b(harness(?:\.\w+)+|reports)\b", line))
+    named = {"gauntlet.reports" if n == "reports" else n
+             for n in re.findall(r"(?<![\w.])(gauntlet(?:\.\w+)+|reports)\b", line)}
     rooms = {_room(n) for n in named}
-    if "harness.judge" in named:
-        rooms |= {f for f in FOLDERS if f.startswith("harness.judge.")}
+    if "gauntlet.judge" in named:
+        rooms |= {f for f in FOLDERS if f.startswith("gauntlet.judge.")}
     return rooms
 
 
@@ -75,7 +93,7 @@ def test_child_code_imports_no_trusted_code():
     """The worker, its guards and its timing loop never import the judge (the checker, the oracle, scoring) or
     anything above it: the candidate shares their process and could patch whatever they hold."""
     for path in _files("child"):
-        bad = {m for m in _imports(path) if m.startswith(TRUSTED + ("harness.plugin", "reports"))}
+        bad = {m for m in _imports(path) if m.startswith(TRUSTED + ("gauntlet.plugin", "gauntlet.reports"))}
         assert not bad, f"{path.relative_to(HARNESS.parent)} imports judge-side code: {sorted(bad)}"
 
 
@@ -83,7 +101,7 @@ def test_trusted_code_imports_nothing_from_the_child():
     """Verdicts never run code the candidate could have patched: the judge starts workers by module name only."""
     for sub in ("judge", "executors", "mutate", "cli"):
         for path in _files(sub):
-            bad = {m for m in _imports(path) if m.startswith("harness.child")}
+            bad = {m for m in _imports(path) if m.startswith("gauntlet.child")}
             assert not bad, f"{path.relative_to(HARNESS.parent)} imports child-side code: {sorted(bad)}"
 
 
@@ -91,13 +109,13 @@ def test_shared_modules_import_only_shared_modules():
     shared_files = [p for p in HARNESS.rglob("*.py") if _module(p) in SHARED]
     assert len(shared_files) == len(SHARED), sorted(_module(p) for p in shared_files)
     for path in shared_files:
-        bad = {m for m in _imports(path) if m.startswith(TRUSTED + ("harness.child",))}
+        bad = {m for m in _imports(path) if m.startswith(TRUSTED + ("gauntlet.child",))}
         assert not bad, f"{_module(path)} is shared but imports {sorted(bad)}"
 
 
 def test_every_module_is_on_one_side():
     """A new top-level module must be declared shared (here) or moved into a package."""
-    packages = TRUSTED + ("harness.child",)
+    packages = TRUSTED + ("gauntlet.child",)
     loose = {_module(p) for p in HARNESS.rglob("*.py")} - SHARED - ENTRY
     loose = {m for m in loose if not any(m == p or m.startswith(p + ".") for p in packages)}
     assert not loose, f"modules on neither side of the boundary: {sorted(loose)}"
@@ -107,8 +125,8 @@ def test_each_folder_imports_only_what_its_docstring_allows():
     """values, timing, process, records, sandbox inside the judge; executors and mutate above it."""
     for folder in FOLDERS:
         allowed = _may_import(folder) | {folder}
-        for path in sorted((HARNESS.parent / folder.replace(".", "/")).rglob("*.py")):
-            rooms = {_room(m) for m in _imports(path) if m != "harness"} - SHARED
+        for path in sorted(_folder(folder).rglob("*.py")):
+            rooms = {_room(m) for m in _imports(path) if m != "gauntlet"} - SHARED
             bad = {r for r in rooms if r not in allowed}
             assert not bad, (f"{_module(path)} imports from {sorted(bad)}; {folder}'s docstring allows "
                              f"{sorted(allowed - {folder})}")
@@ -129,9 +147,9 @@ def test_the_docstrings_allow_no_circle():
 def test_nothing_imports_the_cli_but_the_entry_point():
     for path in HARNESS.rglob("*.py"):
         name = _module(path)
-        if name.startswith("harness.cli") or name == "harness.__main__":
+        if name.startswith("gauntlet.cli") or name == "gauntlet.__main__":
             continue
-        bad = {m for m in _imports(path) if m.startswith("harness.cli")}
+        bad = {m for m in _imports(path) if m.startswith("gauntlet.cli")}
         assert not bad, f"{name} imports the CLI: {sorted(bad)}"
 
 

@@ -1,4 +1,4 @@
-"""`gauntlet eval-many` (harness.executors.many): many candidates of one problem in one judge process, one JSON line
+"""`gauntlet eval-many` (gauntlet.executors.many): many candidates of one problem in one judge process, one JSON line
 each, a summary line last; a file already judged (same fingerprint) is not judged again; a stop ends with the
 summary and 130; what cannot be read is the user's error before anything is judged."""
 import io
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.discover import UsageError
+from gauntlet.discover import UsageError
 from tests import needs
-from harness.executors import many
+from gauntlet.executors import many
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = "import torch\nBACKEND = 'torch'\ndef solve(a, b):\n    return torch.matmul(a, b)\n"
@@ -26,7 +26,7 @@ FLAGS = ["--device", "cpu", "--dtype", "float32", "--examples", "1", "--seed", "
 
 
 def _cli(*argv, stdin=""):
-    out = subprocess.run([sys.executable, "-m", "harness", "eval-many", *argv], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval-many", *argv], capture_output=True, text=True,
                          input=stdin, cwd=ROOT, timeout=600)
     return out.returncode, [json.loads(line) for line in out.stdout.splitlines()], out.stderr
 
@@ -65,7 +65,7 @@ def test_a_folder_and_standard_input_each_candidate_one_line_then_a_summary(tmp_
 def test_a_stop_ends_with_the_summary_line_and_130(tmp_path):
     (tmp_path / "a_good.py").write_text(GOOD)
     (tmp_path / "b_stuck.py").write_text(STUCK)
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "eval-many", "gemm", str(tmp_path), *FLAGS,
+    proc = subprocess.Popen([sys.executable, "-m", "gauntlet", "eval-many", "gemm", str(tmp_path), *FLAGS,
                              "--timeout", "900"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             start_new_session=True, preexec_fn=needs.ctrl_c_default)
     first = proc.stdout.readline()                  # a_good's line: b_stuck is in flight from now on
@@ -101,8 +101,8 @@ def test_an_empty_folder_and_repeated_ids(tmp_path):
 
 def test_a_candidate_gone_before_its_turn_is_its_own_error_line(tmp_path):
     """A file listed and then removed (a search pruning its folder) costs its own line, not the run."""
-    from harness import discover
-    from harness.judge.evaluate import Options
+    from gauntlet import discover
+    from gauntlet.judge.evaluate import Options
     (tmp_path / "gone.py").write_text(GOOD)
     found = many.collect([str(tmp_path / "gone.py")])
     (tmp_path / "gone.py").unlink()

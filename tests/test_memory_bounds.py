@@ -1,13 +1,13 @@
-"""Fuzz bounds sized by the device in hand (harness.judge.values.memory): the judge and the candidate together must fit
+"""Fuzz bounds sized by the device in hand (gauntlet.judge.values.memory): the judge and the candidate together must fit
 in the GPU's free memory, on an 80 GB H100 as on a 141 GB H200. Pure functions of a problem and a budget: CPU tests."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 
-from harness import discover
-from harness.discover import UsageError
-from harness.judge.values import fuzz, memory
+from gauntlet import discover
+from gauntlet.discover import UsageError
+from gauntlet.judge.values import fuzz, memory
 
 H100 = memory.MemoryBudget("cuda", 78 * 2**30)      # what is free on an 80 GB H100 with a CUDA context up
 H200 = memory.MemoryBudget("cuda", 139 * 2**30)

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import discover
-from harness.judge.values import failures
-from harness.mutate import mutants, mutate
+from gauntlet import discover
+from gauntlet.judge.values import failures
+from gauntlet.mutate import mutants, mutate
 from tests import needs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,7 +251,7 @@ def test_failing_cases_of_mutants_stay_out_of_the_replay_store(tmp_path, monkeyp
 def test_end_to_end_on_a_shipped_solution():
     """int8 GEMM (one exact dtype, the cheapest to judge): a dropped tail and an accumulator that Triton refuses
     (int32 -> float32 beside `out_dtype=tl.int32`). The control passes; the tail bug is caught at some dtype."""
-    cmd = [sys.executable, "-m", "harness", "mutate", "int8_gemm", "triton_int8", "--max", "3", "--examples", "1",
+    cmd = [sys.executable, "-m", "gauntlet", "mutate", "int8_gemm", "triton_int8", "--max", "3", "--examples", "1",
            "--operator", "drop_tail", "--operator", "acc_dtype", "--json"]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
     lines = [line for line in out.stdout.splitlines() if line.strip()]

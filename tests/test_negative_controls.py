@@ -4,10 +4,10 @@ quantized problem computed without quantization). Run in-process on the CPU: the
 import pytest
 import torch
 
-from harness import discover
-from harness.inputs import make_inputs, matmul_precision
-from harness.judge.values import check
-from harness.judge.values.oracle import expected_for
+from gauntlet import discover
+from gauntlet.inputs import make_inputs, matmul_precision
+from gauntlet.judge.values import check
+from gauntlet.judge.values.oracle import expected_for
 
 # A precision strictly below each dtype's promise.
 LOWER = {torch.float32: torch.bfloat16, torch.float16: torch.float8_e4m3fn, torch.bfloat16: torch.float8_e4m3fn}

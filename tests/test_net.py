@@ -13,11 +13,11 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from harness import discover
+from gauntlet import discover
 from tests import needs
-from harness.inputs import make_inputs, matmul_precision
-from harness.judge.values import check, fuzz
-from harness.judge.values.oracle import expected_for
+from gauntlet.inputs import make_inputs, matmul_precision
+from gauntlet.judge.values import check, fuzz
+from gauntlet.judge.values.oracle import expected_for
 from tests.test_bad_solutions import BAD
 
 GEMM = discover.get_problem("gemm")
@@ -151,7 +151,7 @@ def test_draws_and_edges_reach_large_misaligned_outputs():
 
 
 def _cli(*args, env=None):
-    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", *args, "--device", "cpu", "--json"],
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval", "gemm", *args, "--device", "cpu", "--json"],
                          capture_output=True, text=True, timeout=300, env=env)
     return out.returncode, json.loads(out.stdout)
 

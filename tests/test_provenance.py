@@ -1,5 +1,5 @@
-"""Whose kernel was it? The names a worker's compilers recorded (harness.child.provenance) against the profiler's
-(harness.judge.process.kernels): on the CPU, the image readers, the name matching, the hooks (with stand-ins for
+"""Whose kernel was it? The names a worker's compilers recorded (gauntlet.child.provenance) against the profiler's
+(gauntlet.judge.process.kernels): on the CPU, the image readers, the name matching, the hooks (with stand-ins for
 CuPy and the CuTe DSL, the real Triton) and the verdict; on a GPU, a CuPy file that reaches a library of its own
 through ctypes, one that loads a prebuilt cubin, and the same kernel compiled through CuPy (the control)."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.child import provenance
-from harness.judge.process import kernels
+from gauntlet.child import provenance
+from gauntlet.judge.process import kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,12 +153,12 @@ def test_the_cute_hook_records_every_function_its_compiler_makes():
 
 
 def test_the_record_growing_during_a_call_is_not_tampering_but_other_harness_data_is(monkeypatch):
-    from harness.child import state
+    from gauntlet.child import state
     snap = state.Snapshot()
     provenance.record_image(_elf([("compiled_in_solve", 2)]))
     assert not [c for c in snap.changes(restore=False) if "harness data" in c]
     monkeypatch.setattr(provenance, "MAX_NAMES", 7)
-    assert "harness data harness.child.provenance.MAX_NAMES" in snap.changes(restore=False)
+    assert "harness data gauntlet.child.provenance.MAX_NAMES" in snap.changes(restore=False)
 
 
 def test_the_hooks_go_in_when_a_compiler_is_first_imported(tmp_path, monkeypatch):
@@ -190,7 +190,7 @@ def test_tritons_real_compile_is_hooked_where_its_jit_takes_it():
     (`from ..compiler import compile`, jit.py) and the one in triton.compiler.compiler both record."""
     pytest.importorskip("triton")
     code = textwrap.dedent("""
-        from harness.child import provenance
+        from gauntlet.child import provenance
         provenance.install()
         import triton.compiler.compiler
         from triton.compiler import compile
@@ -303,8 +303,8 @@ def built(tmp_path_factory):
 @pytest.mark.parametrize(("how", "expected"), [("library", "forbidden_op"), ("cubin", "forbidden_op"),
                                                ("compiled", "pass")])
 def test_a_cupy_file_owns_only_what_cupy_compiled_for_it(built, how, expected):
-    from harness import discover
-    from harness.judge.evaluate import Options, evaluate
+    from gauntlet import discover
+    from gauntlet.judge.evaluate import Options, evaluate
     path = built / f"candidate_{how}.py"
     path.write_text(_CANDIDATE.format(how=how, kernel=_KERNEL, cubin=str(built / "k.cubin"),
                                       library=str(built / "libunlisted.so")))

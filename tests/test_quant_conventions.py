@@ -12,11 +12,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness import discover
-from harness.inputs import make_inputs
-from harness.judge.values import check, conventions
-from harness.judge.values.oracle import expected_for
-from harness.problem import ProblemError
+from gauntlet import discover
+from gauntlet.inputs import make_inputs
+from gauntlet.judge.values import check, conventions
+from gauntlet.judge.values.oracle import expected_for
+from gauntlet.problem import ProblemError
 
 FP8, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 FP8_MAX = 448.0

@@ -1,4 +1,4 @@
-"""`--executor ray` (harness.executors.cluster) on a local Ray cluster that declares two logical GPUs: one
+"""`--executor ray` (gauntlet.executors.cluster) on a local Ray cluster that declares two logical GPUs: one
 task per candidate, each on its own GPU (CUDA_VISIBLE_DEVICES set by Ray, down to the candidate's confined
 worker); a task whose process is killed mid-judgement is retried and the candidate still has exactly one line; the
 lines come back in the candidates' order into one file. One cluster for the module (starting one costs seconds)."""
@@ -14,9 +14,9 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from harness import discover  # noqa: E402
-from harness.executors import many  # noqa: E402
-from harness.judge.evaluate import Options  # noqa: E402
+from gauntlet import discover  # noqa: E402
+from gauntlet.executors import many  # noqa: E402
+from gauntlet.judge.evaluate import Options  # noqa: E402
 from tests.test_executors import seen_device  # noqa: E402
 
 
@@ -28,7 +28,7 @@ def cluster():
     t0 = time.monotonic()
     ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
     print(f"ray.init: {time.monotonic() - t0:.1f}s")
-    from harness.executors.cluster import RayExecutor
+    from gauntlet.executors.cluster import RayExecutor
     yield RayExecutor()                     # finds the cluster started here, and leaves it running
     ray.shutdown()
     if pinned is not None:
@@ -62,7 +62,7 @@ def _worker_of(marker: str, timeout_s: float = 120.0) -> tuple[int, int]:
                     ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError, IndexError):
                 continue
-            if b"harness.child.worker" in argv and any(marker.encode() in a for a in argv):
+            if b"gauntlet.child.worker" in argv and any(marker.encode() in a for a in argv):
                 return int(pid), ppid
         time.sleep(0.05)
     raise AssertionError(f"no worker of {marker} appeared")

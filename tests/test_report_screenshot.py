@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reports import charts
-from reports.leaderboard import build
+from gauntlet.reports import charts
+from gauntlet.reports.leaderboard import build
 from tests.test_reports import _Page
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reports import leaderboard
-from reports.leaderboard import build, markdown_table
+from gauntlet.reports import leaderboard
+from gauntlet.reports.leaderboard import build, markdown_table
 
 INJECTION = "<script>alert(1)</script>"
 
@@ -174,8 +174,8 @@ def test_groups_by_machine_and_later_file_replaces(tmp_path, gpu_doc):
 
 
 def test_constants_match_harness_and_reports_import_no_torch():
-    from harness.reasons import VERDICTS
-    from harness.judge.records.results import EVAL_SCHEMA, RUN_SCHEMA
+    from gauntlet.reasons import VERDICTS
+    from gauntlet.judge.records.results import EVAL_SCHEMA, RUN_SCHEMA
     mirrored = (leaderboard.RUN_SCHEMA, leaderboard.EVAL_SCHEMA, leaderboard.VERDICTS)
     assert mirrored == (RUN_SCHEMA, EVAL_SCHEMA, VERDICTS)
     for path in Path(leaderboard.__file__).parent.glob("*.py"):       # every module of the reports package
@@ -209,7 +209,7 @@ def test_a_cpu_run_lists_verdicts_without_a_fake_ranking(tmp_path):
 def _cli(capsys, *argv) -> tuple[int, str, str]:
     """`gauntlet ...` in this process (as tests/test_searchpath.py does): a subprocess would spend seconds
     importing torch for a command that reads JSON."""
-    from harness import cli
+    from gauntlet import cli
     code = cli.main([str(a) for a in argv])
     out = capsys.readouterr()
     return code, out.out, out.err

@@ -9,7 +9,7 @@ from tests import needs
 
 
 def _run(out, *extra, **kw):
-    cmd = [sys.executable, "-m", "harness", "run", "--problem", "gemm", "--solution", "torch_matmul",
+    cmd = [sys.executable, "-m", "gauntlet", "run", "--problem", "gemm", "--solution", "torch_matmul",
            "--solution", "triton_tiled", "--device", "cpu", "--examples", "2", "--dtype", "float32",
            "--out", str(out), *extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -1,5 +1,5 @@
-"""OS confinement of the workers (harness.judge.sandbox) and the judge's bounds on them
-(harness.judge.process.watchdog).
+"""OS confinement of the workers (gauntlet.judge.sandbox) and the judge's bounds on them
+(gauntlet.judge.process.watchdog).
 
 The escape classes of issue 16, on this machine: tests/good/escape_attempts_all_refused.py (run by
 test_corpus_extra) passes only if every way out is refused; here, the same probe unconfined shows the test can
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import discover
-from harness.judge import sandbox
-from harness.judge.evaluate import Options, evaluate
-from harness.judge.process import environment
-from harness.judge.records import fingerprint
-from harness.judge.sandbox import seccomp
+from gauntlet import discover
+from gauntlet.judge import sandbox
+from gauntlet.judge.evaluate import Options, evaluate
+from gauntlet.judge.process import environment
+from gauntlet.judge.records import fingerprint
+from gauntlet.judge.sandbox import seccomp
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -65,7 +65,7 @@ def test_the_escape_probe_can_fail():
 
 @needs_sandbox
 def test_a_forged_verdict_on_the_judges_stdout_is_refused():
-    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm",
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval", "gemm",
                           str(HERE / "bad" / "forges_verdict_via_judge_stdout.py"), "--device", "cpu",
                           "--dtype", "float32", "--examples", "1", "--json", "--sandbox", "require"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -115,7 +115,7 @@ def test_require_is_a_usage_error_where_the_kernel_cannot_confine(monkeypatch):
 
 
 def test_cli_sandbox_flag_is_checked():
-    out = subprocess.run([sys.executable, "-m", "harness", "eval", "gemm", "torch_matmul", "--sandbox", "maybe",
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval", "gemm", "torch_matmul", "--sandbox", "maybe",
                           "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 2 and json.loads(out.stdout)["verdict"] == "usage_error"
 
@@ -148,7 +148,7 @@ def test_killing_the_baseline_worker_leaves_no_record_without_a_ratio(mode):
     the record is rejected (`tampering`), never a pass without a figure."""
     if not _cuda():
         pytest.skip("needs a CUDA device")
-    from harness.judge.timing.peaks import measure_peaks
+    from gauntlet.judge.timing.peaks import measure_peaks
     problem = discover.get_problem("gemm")
     spec = problem.dtype("bfloat16")
     bench = next(b for b in problem.benchmark if (b["M"], b["N"], b["K"]) == (4096, 4096, 4096))
@@ -169,12 +169,12 @@ def test_killing_the_baseline_worker_leaves_no_record_without_a_ratio(mode):
 def test_a_killed_baseline_worker_is_seen_killed(mode):
     """The CPU half of the test above (no timing on the CPU, but the same two workers of one judge): unconfined, the
     candidate's SIGKILL reaches the baseline worker, and its death reads `killed by SIGKILL` (what
-    harness.judge.timing.timed turns into `tampering`), not "exited with status 0": the candidate's worker's escape scan
+    gauntlet.judge.timing.timed turns into `tampering`), not "exited with status 0": the candidate's worker's escape scan
     must not reap a sibling worker's zombie. Confined, the signal is refused and the baseline worker lives."""
     if mode == "auto" and not CONFINED:
         pytest.skip(f"this kernel cannot confine: {sandbox.missing()}")
-    from harness.judge.timing import timed
-    from harness.judge.process.isolate import Child, ChildFailed
+    from gauntlet.judge.timing import timed
+    from gauntlet.judge.process.isolate import Child, ChildFailed
     problem = discover.get_problem("gemm")
     base = timed.start_baseline_worker(problem, "cpu", mode)
     solution = discover.get_solution("gemm", str(HERE / "bad" / "kills_the_baseline_worker.py"))
@@ -197,12 +197,12 @@ def test_a_killed_baseline_worker_is_seen_killed(mode):
 
 
 def test_a_gated_candidate_worker_runs_no_candidate_code_before_its_go(tmp_path):
-    """A deferred start (harness.judge.process.isolate: the candidate's worker spawned beside the baseline worker) does
+    """A deferred start (gauntlet.judge.process.isolate: the candidate's worker spawned beside the baseline worker) does
     the harness's start-up and then waits: the candidate's module is imported only after finish_start(), so no line of
     it runs before the baseline worker has measured the quiet GPU."""
     import time
 
-    from harness.judge.process.isolate import Child
+    from gauntlet.judge.process.isolate import Child
     candidate = tmp_path / "marks_its_import.py"
     candidate.write_text("import os\nimport torch\nBACKEND = 'torch'\nopen('imported', 'w').write('yes')\n"
                          "def solve(a, b):\n    return torch.matmul(a, b)\n")
@@ -222,9 +222,9 @@ def test_a_gated_candidate_worker_runs_no_candidate_code_before_its_go(tmp_path)
 
 
 def test_a_failed_start_fails_the_same_way_on_every_later_call(tmp_path):
-    """A worker let go beside another (harness.judge.evaluate._start_judge) may be waited for twice: its failure is
+    """A worker let go beside another (gauntlet.judge.evaluate._start_judge) may be waited for twice: its failure is
     remembered and said again, not turned into a read on a closed channel."""
-    from harness.judge.process.isolate import Child, ChildFailed
+    from gauntlet.judge.process.isolate import Child, ChildFailed
     candidate = tmp_path / "breaks_on_import.py"
     candidate.write_text("BACKEND = 'torch'\nraise ImportError('no such kernel library')\n")
     child = Child(discover.get_problem("gemm"), candidate, "torch", "cpu", deferred=True)
@@ -252,7 +252,7 @@ class _FakeCard:
         return self._total
 
     def share_bytes(self, judges):
-        from harness.gpu import CardMemory
+        from gauntlet.gpu import CardMemory
         return CardMemory.share_bytes(self, judges)
 
 
@@ -260,7 +260,7 @@ def test_a_worker_past_its_share_of_the_card_is_stopped_and_only_its_own_process
     """Judges sharing a card (an H100 runner, pytest -n 14): a process holding 64.8 GiB (most likely a hoarding
     fixture's worker) left two other tests' honest candidates without memory. The watch sums the driver's
     per-process figures over the worker's tree only."""
-    from harness.judge.process import watchdog
+    from gauntlet.judge.process import watchdog
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         card = _FakeCard({sleeper.pid: 3 << 30, os.getpid(): 70 << 30})      # the judge's own use is not the worker's
@@ -278,10 +278,10 @@ def test_a_worker_past_its_share_of_the_card_is_stopped_and_only_its_own_process
 
 
 def test_the_shared_blob_area_s_pages_count_as_the_worker_s_memory_mapped_or_not(tmp_path):
-    """harness.protocol.Area: pages the worker writes there stay in memory after it unmaps them (the judge holds
+    """gauntlet.protocol.Area: pages the worker writes there stay in memory after it unmaps them (the judge holds
     the file), where no resident set shows them; the watchdog counts them whole."""
-    from harness import protocol
-    from harness.judge.process import watchdog
+    from gauntlet import protocol
+    from gauntlet.judge.process import watchdog
     area = protocol.Area.create(64 << 20)
     if area is None:
         pytest.skip("no sealable memfd here")
@@ -320,9 +320,9 @@ time.sleep(60)
 def test_memfds_and_unlinked_files_held_open_count_and_the_area_only_once(tmp_path):
     """A memfd written and never mapped holds shared memory no resident set shows, and an unlinked scratch file
     holds disk no walk of the scratch dir finds: the watchdog reads both from the worker's fd folder
-    (harness.judge.sandbox.usage). The judge's area, which the worker also holds, is counted once."""
-    from harness import protocol
-    from harness.judge.process import watchdog
+    (gauntlet.judge.sandbox.usage). The judge's area, which the worker also holds, is counted once."""
+    from gauntlet import protocol
+    from gauntlet.judge.process import watchdog
     area = protocol.Area.create(64 << 20)
     if area is None:
         pytest.skip("no sealable memfd here")
@@ -352,7 +352,7 @@ def test_memfds_and_unlinked_files_held_open_count_and_the_area_only_once(tmp_pa
 def test_a_watch_that_keeps_failing_stops_the_worker_instead_of_leaving_it_unbounded(tmp_path, monkeypatch):
     """The watch must not take the judge down, nor fail open: an exception in every look (as a shadowed name once
     raised, silently, in each one) stops the worker within about a second, naming the harness."""
-    from harness.judge.process import watchdog
+    from gauntlet.judge.process import watchdog
 
     def broken(self, disk=True):
         raise RuntimeError("a bug in the watch")
@@ -368,7 +368,7 @@ def test_a_watch_that_keeps_failing_stops_the_worker_instead_of_leaving_it_unbou
 
 
 def test_the_gpu_bound_is_the_share_or_what_timing_needs_plus_a_context(monkeypatch):
-    from harness.judge.process import watchdog
+    from gauntlet.judge.process import watchdog
     monkeypatch.delenv("GAUNTLET_WORKER_GPU_GIB", raising=False)
     card, gib = _FakeCard({}, total=80 << 30), 1 << 30
     gemm, attn = discover.get_problem("gemm"), discover.get_problem("attn_scores")
@@ -387,7 +387,7 @@ def test_the_gpu_bound_holds_what_honest_workers_held_timing_on_an_h100(monkeypa
     """Measured on an H100 with each judge told it had a sixth of the card (--overlap 6, or pytest -n 6 on one GPU):
     torch_matmul's workers timing the fp32 headline shapes held 17.8 GiB (attn_output) and 21.5 GiB (attn_scores),
     and were stopped as hogs at 15.3 and 16.3 GiB. The bound must hold them, at any share."""
-    from harness.judge.process import watchdog
+    from gauntlet.judge.process import watchdog
     monkeypatch.delenv("GAUNTLET_WORKER_GPU_GIB", raising=False)
     gib = 1 << 30
     h100 = _FakeCard({}, total=int(79.18 * gib))
@@ -404,12 +404,12 @@ def test_a_hoarding_candidate_leaves_the_judge_beside_it_on_the_card_alone(tmp_p
     bound) and the honest one passes. Serial: between two of the watchdog's polls the hoarder holds most of the card
     (68.9 GiB of an H100, seen under `pytest -n 8 -m gpu`), and a test beside it that allocates in its own process
     (a ceiling measured by the test itself, no judge's retry around it) failed for lack of memory."""
-    from harness.gpu import CardMemory
+    from gauntlet.gpu import CardMemory
     if CardMemory.current() is None:
         pytest.skip("NVML cannot give this card's per-process memory: no GPU bound here")
     judges = max(2, int(os.environ.get("GAUNTLET_JUDGES_PER_GPU", "1")))    # under pytest -n: the workers' count
     env = dict(os.environ, GAUNTLET_JUDGES_PER_GPU=str(judges))
-    cmd = [sys.executable, "-m", "harness", "eval", "gemm", "--device", "cuda", "--dtype", "bfloat16",
+    cmd = [sys.executable, "-m", "gauntlet", "eval", "gemm", "--device", "cuda", "--dtype", "bfloat16",
            "--examples", "6", "--no-timing", "--json"]
     hoard = subprocess.Popen([*cmd[:5], str(HERE / "bad" / "hoards_gpu_memory.py"), *cmd[5:]], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

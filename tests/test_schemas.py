@@ -1,4 +1,4 @@
-"""The published JSON Schemas (harness/schemas/, read by reports.schema) hold for real output: `eval --json` (a
+"""The published JSON Schemas (harness/schemas/, read by gauntlet.reports.schema) hold for real output: `eval --json` (a
 verdict and a usage error), a results file, eval-many lines and `compare --json` on this machine, the H100 records
 in tests/data, and (gpu-marked) an eval on the GPU in hand; they refuse what breaks them, and their verdicts and
 reason codes are the harness's."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.reasons import CODES, VERDICTS
-from reports import schema
+from gauntlet.reasons import CODES, VERDICTS
+from gauntlet.reports import schema
 
 jsonschema = pytest.importorskip("jsonschema")
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ FAST = ["--dtype", "float32", "--examples", "1", "--seed", "1"]
 
 
 def _cli(*argv, device="cpu"):
-    out = subprocess.run([sys.executable, "-m", "harness", *map(str, argv)], capture_output=True, text=True, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "gauntlet", *map(str, argv)], capture_output=True, text=True, cwd=ROOT,
                          timeout=600)
     return out.returncode, out.stdout, out.stderr
 

@@ -1,4 +1,4 @@
-"""The search path for a user's own problems and solutions (harness.searchpath, harness.discover): which setting
+"""The search path for a user's own problems and solutions (gauntlet.searchpath, gauntlet.discover): which setting
 wins, what an id found twice means, where the judge keeps its state, and that the worker judges against the very
 files the parent resolved (not a problem of the same id found again elsewhere)."""
 import json
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import discover, searchpath
-from harness.judge.evaluate import Options, evaluate
-from harness.judge.process import audit
-from harness.judge.process.isolate import Child
-from harness.judge.records import fingerprint
-from harness.judge.values import failures
-from harness.searchpath import SearchPathError, resolve
+from gauntlet import discover, searchpath
+from gauntlet.judge.evaluate import Options, evaluate
+from gauntlet.judge.process import audit
+from gauntlet.judge.process.isolate import Child
+from gauntlet.judge.records import fingerprint
+from gauntlet.judge.values import failures
+from gauntlet.searchpath import SearchPathError, resolve
 
 SHIPPED_PROBLEMS, SHIPPED_SOLUTIONS = searchpath.shipped_folders()
 pytest_plugins = ["pytester"]
@@ -212,7 +212,7 @@ def test_the_plugin_blames_a_broken_problem_in_one_line_not_a_traceback(pytester
     _copy_problem("gemm", pytester.path / "kernels" / "problems" / "gemm")
     _write(pytester.path / "kernels" / "solutions" / "gemm" / "mine.py", "BACKEND = 'torch'\n")
     result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only",
-                                *([] if _plugin_installed() else ["-p", "harness.plugin"]))
+                                *([] if _plugin_installed() else ["-p", "gauntlet.plugin"]))
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["gauntlet: the problem, not this kernel, is at fault: *problem.yaml: baseline "
                                  "'cublas' names solution 'torch_matmul'*write `cublas: gemm/torch_matmul`*"])
@@ -233,7 +233,7 @@ def test_solution_files_named_on_the_command_line_are_judged_not_imported(pytest
         marks.append(mark)
     result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only", "-q",
                                 "kernels/solutions/gemm/mine.py", "kernels/solutions/bmm/mine.py",
-                                *([] if _plugin_installed() else ["-p", "harness.plugin"]))
+                                *([] if _plugin_installed() else ["-p", "gauntlet.plugin"]))
     out = result.stdout.str()
     assert result.ret == pytest.ExitCode.OK, out
     assert "import file mismatch" not in out and "error" not in out.lower()
@@ -285,7 +285,7 @@ def test_the_worker_judges_against_the_files_the_parent_resolved(tmp_path):
                       Options(device="cpu", dtypes=("float32",), case="M=33,N=17,K=65,seed=3"))
     assert record.verdict == "pass", record.reasons
     with Child(problem, None, "torch", "cpu", role="baseline") as base:    # the baselines travel as files too
-        baselines_arg = base.proc.args[base.proc.args.index("harness.child.worker") + 8]   # harness.child.worker
+        baselines_arg = base.proc.args[base.proc.args.index("gauntlet.child.worker") + 8]   # gauntlet.child.worker
         assert base.hello["ok"] and str(solution.resolve()) in baselines_arg
 
 
@@ -298,7 +298,7 @@ def test_naming_the_shipped_folders_as_ones_own_changes_nothing():
 # --- the command line ----------------------------------------------------------------------------------------------
 
 def test_cli_problems_option_lists_the_users_problem_and_its_shadowing(tmp_path, monkeypatch, capsys):
-    from harness import cli
+    from gauntlet import cli
     monkeypatch.chdir(tmp_path)                               # no pyproject.toml here: only --problems says where
     _copy_problem("gemm", tmp_path / "mine" / "problems" / "gemm")
     _write(tmp_path / "mine" / "solutions" / "gemm" / "torch_matmul.py", "BACKEND = 'torch'\n")
@@ -310,7 +310,7 @@ def test_cli_problems_option_lists_the_users_problem_and_its_shadowing(tmp_path,
 
 
 def test_cli_problems_option_naming_no_folder_is_a_usage_error_in_json(tmp_path, monkeypatch, capsys):
-    from harness import cli
+    from gauntlet import cli
     monkeypatch.chdir(tmp_path)
     assert cli.main(["eval", "gemm", "torch_matmul", "--problems", "nowhere", "--json"]) == 2
     doc = json.loads(capsys.readouterr().out)
@@ -327,9 +327,9 @@ def test_cli_problems_option_naming_no_folder_is_a_usage_error_in_json(tmp_path,
     ({"PYTEST_XDIST_WORKER_COUNT": "2"}, 4, (None, None)),
 ])
 def test_each_xdist_worker_gets_a_gpu_of_its_own_from_the_installed_plugin(env, gpus, want):
-    """harness.plugin.pin_xdist_worker (shipped in the wheel, unlike the checkout's conftest.py): round-robin over
+    """gauntlet.plugin.pin_xdist_worker (shipped in the wheel, unlike the checkout's conftest.py): round-robin over
     the GPUs the worker may see, and how many judges share each GPU; nothing without GPUs or outside xdist."""
-    from harness.plugin import pin_xdist_worker
+    from gauntlet.plugin import pin_xdist_worker
     environ = dict(env)
     pin_xdist_worker(environ, lambda: gpus)
     assert (environ.get("CUDA_VISIBLE_DEVICES"), environ.get("GAUNTLET_JUDGES_PER_GPU")) == want
@@ -343,9 +343,9 @@ def test_each_xdist_worker_gets_a_gpu_of_its_own_from_the_installed_plugin(env, 
     ({"PYTEST_XDIST_WORKER_COUNT": "4"}, 16, None),
 ])
 def test_each_xdist_worker_gets_its_share_of_the_cores(env, cores, want):
-    """harness.plugin.share_cpu_threads: cores over workers for OpenMP, unless the user set it; nothing outside
+    """gauntlet.plugin.share_cpu_threads: cores over workers for OpenMP, unless the user set it; nothing outside
     xdist."""
-    from harness.plugin import share_cpu_threads
+    from gauntlet.plugin import share_cpu_threads
     environ = dict(env)
     share_cpu_threads(environ, lambda: cores)
     assert environ.get("OMP_NUM_THREADS") == want

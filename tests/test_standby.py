@@ -1,4 +1,4 @@
-"""Workers started ahead of need (harness.judge.process.standby) and K judges per GPU (--overlap): what is kept, what is
+"""Workers started ahead of need (gauntlet.judge.process.standby) and K judges per GPU (--overlap): what is kept, what is
 never kept, and that overlapping judges still judge each candidate on its own."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import executors
-from harness.judge.process import standby
+from gauntlet import executors
+from gauntlet.judge.process import standby
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFINED = {"verified": True, "signals": "own domain only"}
@@ -35,7 +35,7 @@ def on(monkeypatch):
     monkeypatch.setattr(standby, "_ON", True)
     monkeypatch.setattr(standby, "_NEXT", {})
     monkeypatch.setattr(standby, "_BASE", {})
-    import harness.judge.process.isolate as isolate
+    import gauntlet.judge.process.isolate as isolate
     monkeypatch.setattr(isolate, "close_all", lambda children: [c.close() for c in children if c is not None])
     return standby
 
@@ -84,7 +84,7 @@ def test_a_prestarted_worker_is_handed_to_its_own_candidate_only(on):
 
 
 def test_no_prestart_on_the_cpu_or_for_a_broken_file(on, monkeypatch):
-    import harness.judge.process.isolate as isolate
+    import gauntlet.judge.process.isolate as isolate
     monkeypatch.setattr(isolate, "Child", lambda *a, **k: pytest.fail("no worker should start"))
     sol = SimpleNamespace(path=Path("/x/a.py"), backend="triton", format="native", error=None, unsupported=None)
     on.prestart(PROBLEM, sol, SimpleNamespace(device="cpu", sandbox="auto"))
@@ -104,10 +104,10 @@ def test_overlap_puts_k_slots_on_each_gpu_with_their_share_of_memory(monkeypatch
 
 
 def test_run_on_cuda_times_the_headline_shapes_with_judges_overlapped_unless_told_otherwise():
-    """`run`'s preset (harness.cli.options.run_preset): on cuda the first RUN_SHAPES shapes and run_overlap's judges
+    """`run`'s preset (gauntlet.cli.options.run_preset): on cuda the first RUN_SHAPES shapes and run_overlap's judges
     per GPU where the user gave neither; what the user gave stands; --all-shapes times every shape; nothing changes
     on the CPU (no timing there) or for Ray (a task holds a whole GPU)."""
-    from harness.cli import options
+    from gauntlet.cli import options
     h100 = (16, 1, 79.2)                # the lent H100 host: 16 cores, one 80 GB card (79.2 GiB)
 
     def preset(device="cuda", host=h100, **given):
@@ -140,8 +140,8 @@ def test_run_overlap_reads_the_host_without_starting_cuda(monkeypatch):
     context in the parent, which would hold memory on the card for the whole run."""
     import torch
 
-    from harness import cards
-    from harness.cli import options
+    from gauntlet import cards
+    from gauntlet.cli import options
 
     monkeypatch.setattr(cards.CardMemory, "current", classmethod(lambda cls: None))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(12)))
@@ -165,7 +165,7 @@ def test_overlapping_judges_on_one_device_judge_each_candidate_on_its_own(tmp_pa
     # once started b's worker 5 s later than a's, and b ended last
     (folder / "a.py").write_text(says % 12)
     (folder / "b.py").write_text(says % 0.5)
-    out = subprocess.run([sys.executable, "-m", "harness", "eval-many", "gemm", str(folder), "--device", "cpu",
+    out = subprocess.run([sys.executable, "-m", "gauntlet", "eval-many", "gemm", str(folder), "--device", "cpu",
                           "--dtype", "float32", "--examples", "1", "--seed", "1", "--overlap", "2"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300,
                          env={k: v for k, v in os.environ.items() if k != "GAUNTLET_JUDGES_PER_GPU"})
@@ -192,7 +192,7 @@ def test_eval_starts_its_worker_gated_before_it_imports_torch_and_its_judgement_
     sol.write_text(GEMM_F32 % "")
     script = f"""
 import json, sys
-from harness.judge.process import standby
+from gauntlet.judge.process import standby
 seen, taken = {{}}, []
 prestart, take = standby.prestart_judgement, standby.take_candidate
 def spy(problem, solution, opts, baseline):
@@ -205,7 +205,7 @@ def taking(*a):
     taken.append(child.proc.pid if child else None)
     return child
 standby.prestart_judgement, standby.take_candidate = spy, taking
-from harness.cli.main import main
+from gauntlet.cli.main import main
 rc = main(['eval', 'gemm', {str(sol)!r}, '--device', 'cpu', '--examples', '1', '--json'])
 print(json.dumps(dict(seen, taken=taken, rc=rc, left=len(standby._NEXT))), file=sys.stderr)
 """
@@ -219,7 +219,7 @@ print(json.dumps(dict(seen, taken=taken, rc=rc, left=len(standby._NEXT))), file=
 def test_a_worker_started_for_nothing_is_closed_when_gauntlet_exits(tmp_path):
     """A worker the judgement does not take (here, started for another --sandbox than the one asked for, as when
     the device is guessed wrong) is killed and its folder removed on the way out, though `gauntlet` skips the
-    interpreter's teardown (harness.cli.main._leave); and its verdict and one JSON object are still whole."""
+    interpreter's teardown (gauntlet.cli.main._leave); and its verdict and one JSON object are still whole."""
     sol = tmp_path / "mine.py"
     sol.write_text(GEMM_F32 % "")
     scratch = tmp_path / "tmp"
@@ -227,14 +227,14 @@ def test_a_worker_started_for_nothing_is_closed_when_gauntlet_exits(tmp_path):
     script = f"""
 import sys
 from types import SimpleNamespace
-from harness import discover
-from harness.judge.process import standby
+from gauntlet import discover
+from gauntlet.judge.process import standby
 problem = discover.get_problem('gemm')
 standby.prestart_judgement(problem, discover.get_solution('gemm', {str(sol)!r}),
                            SimpleNamespace(device='cpu', sandbox='off'), baseline=False)
 print('PID', *[c.proc.pid for c in standby._NEXT.values()], file=sys.stderr, flush=True)
 sys.argv = ['gauntlet', 'eval', 'gemm', {str(sol)!r}, '--device', 'cpu', '--examples', '1', '--json']
-from harness.cli.main import main
+from gauntlet.cli.main import main
 main()
 raise SystemExit('main() returned: it should have ended the process')
 """
@@ -256,8 +256,8 @@ def test_closing_a_worker_does_not_wait_for_its_exit_handlers(tmp_path):
     cannot make its judgement (or the next one) wait for it. With the orderly exit this waited 5 s."""
     sol = tmp_path / "slow_exit.py"
     sol.write_text(GEMM_F32 % "import atexit, time\natexit.register(time.sleep, 60)\n")
-    from harness import discover
-    from harness.judge.evaluate import Options, evaluate
+    from gauntlet import discover
+    from gauntlet.judge.evaluate import Options, evaluate
     problem = discover.get_problem("gemm")
     record = evaluate(problem, discover.get_solution("gemm", str(sol)),
                       Options(device="cpu", examples=1, seed=3, max_edges=1, failures_dir=str(tmp_path / "f")))
@@ -273,14 +273,14 @@ def test_a_usage_error_found_after_the_early_start_closes_the_workers_at_once(tm
     sol.write_text(GEMM_F32 % "")
     script = f"""
 import json, os, sys
-from harness.judge.process import standby
+from gauntlet.judge.process import standby
 spawned = []
 prestart = standby.prestart_judgement
 def spy(*a, **k):
     prestart(*a, **k)
     spawned.extend(c.proc.pid for c in standby._PRESTARTED)
 standby.prestart_judgement = spy
-from harness.cli.main import main
+from gauntlet.cli.main import main
 rc = main(['eval', 'gemm', {str(sol)!r}, '--device', 'cpu', '--dtype', 'float64', '--json'])
 alive = [p for p in spawned if os.path.exists(f'/proc/{{p}}')]
 print(json.dumps(dict(rc=rc, left=len(standby._NEXT) + len(standby._BASE), spawned=len(spawned), alive=alive)),
@@ -295,8 +295,8 @@ print(json.dumps(dict(rc=rc, left=len(standby._NEXT) + len(standby._BASE), spawn
 def test_an_early_start_that_fails_is_dropped_and_the_judgement_starts_its_own(monkeypatch, tmp_path):
     """Whatever goes wrong in the early start (here, the watchdog's set-up) is not the command's error: the workers
     it spawned are closed and the judgement starts its own as it would have."""
-    import harness.judge.process.isolate as isolate
-    from harness import discover
+    import gauntlet.judge.process.isolate as isolate
+    from gauntlet import discover
     sol = tmp_path / "mine.py"
     sol.write_text(GEMM_F32 % "")
     monkeypatch.setattr(standby, "_NEXT", {})
@@ -314,9 +314,9 @@ def test_an_early_start_that_fails_is_dropped_and_the_judgement_starts_its_own(m
 
 
 def test_the_time_left_counts_what_the_judgements_in_flight_still_have_to_run():
-    """harness.cli.output.time_left: in steady state the work left over the slots; at the end of a run, the long
+    """gauntlet.cli.output.time_left: in steady state the work left over the slots; at the end of a run, the long
     judgements in flight, which the rate alone counts as average ones."""
-    from harness.cli.output import time_left
+    from gauntlet.cli.output import time_left
     walls = [20.0] * 30 + [150.0] * 4          # mostly short, a few long (a suite's Triton files)
     mean = sum(walls) / len(walls)
     # Nothing in flight: the waiting steps' mean work over the slots, and never less than one step.

@@ -8,18 +8,18 @@ import time
 
 import pytest
 
-from harness.judge.process import kernels, replies
-from harness.judge.timing import bench, peaks, scoring, spots, starved, window
-from harness.judge.timing.bench import Schedule
-from harness.reasons import Reason
+from gauntlet.judge.process import kernels, replies
+from gauntlet.judge.timing import bench, peaks, scoring, spots, starved, window
+from gauntlet.judge.timing.bench import Schedule
+from gauntlet.reasons import Reason
 
 CUBLAS = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
 GLUE = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"
 SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, float, float>"
 HOLD, BEGIN, MARK, SNAP = "gauntlet_hold", "gauntlet_begin", "gauntlet_mark", "gauntlet_snap"
-PRIME = "gauntlet_prime"       # launched and waited for before the hold is queued (harness.gpu.prime)
+PRIME = "gauntlet_prime"       # launched and waited for before the hold is queued (gauntlet.gpu.prime)
 TORCH_SPIN = "at::cuda::(anonymous namespace)::spin_kernel(long)"       # torch.cuda._sleep: never the harness's
-# What the candidate's backend compiled in its worker (harness.child.provenance): the kernels these tests call its own.
+# What the candidate's backend compiled in its worker (gauntlet.child.provenance): the kernels these tests call its own.
 COMPILED = ["_gemm_kernel", "_qk_kernel", "_tiny_kernel", "_grouped_gemm_kernel"]
 
 
@@ -29,7 +29,7 @@ def _call(*kernels_, ops=(), launches=()):
 
 
 def _timed(kernel="_gemm_kernel", ms=0.2, hold_ms=1.0, extra=(), late_us=0.0, starve_us=0.0, tail_us=0.0):
-    """A timed call's reply as an honest worker sends it (harness.child.timing): the hold (starting at 0 on the
+    """A timed call's reply as an honest worker sends it (gauntlet.child.timing): the hold (starting at 0 on the
     profiler's GPU timeline), the start event as the hold ends, the begin marker 1 us later (1 us long), the call's
     kernel after it, the end event 1 us after the kernel, then the snapshot and the end marker. `extra`: (name,
     start ns, end ns) kernels of the call on other streams. `late_us`: the host recorded the start event that long
@@ -219,7 +219,7 @@ def _schedule(cand_ms=0.2, base_ms=0.25, **cand_kw):
 def test_schedule_interleaves_rounds_with_the_other_side_stopped():
     s, log = _schedule()
     s.run(budget_s=2.0)
-    spots.final_spots(s)             # after the turn alone, in the judge (harness.judge.timing.spots)
+    spots.final_spots(s)             # after the turn alone, in the judge (gauntlet.judge.timing.spots)
     s.end()
     batches = [(who, stopped) for who, op, stopped in log if op == "bench_batch"]
     assert len(batches) >= 2 * bench.MIN_ROUNDS
@@ -279,7 +279,7 @@ def test_a_score_is_over_every_timed_shape_or_none():
     """scoring.summarize: a baseline with no figure at some timed shape (its worker failed there and timing the dtype
     stopped, the card stayed busy, or that baseline alone failed) gets no geomean and no fast_p, with `missing`: a
     candidate that made the baseline fail where it is slow would otherwise be scored on its fast shapes alone."""
-    from harness.judge.timing import scoring
+    from gauntlet.judge.timing import scoring
 
     def shape(**speedups):
         return {"dtype": "bfloat16", "baselines": {k: {"speedup": v} for k, v in speedups.items()}}
@@ -358,7 +358,7 @@ def test_a_waiting_baseline_beside_another_does_not_hold_the_timing():
 def test_a_baseline_that_waits_for_the_gpu_reports_a_wider_interval():
     """scoring.HOST_BOUND_FLOOR: the same rounds, reported for a baseline that waits for the GPU and for one that does
     not; the first interval is the second's bootstrap widened by 3% on each side instead of 0.3%."""
-    from harness.judge.timing import timed
+    from gauntlet.judge.timing import timed
     rng = random.Random(3)
     cand = {"rounds": {r: [1.0 + 0.01 * rng.random() for _ in range(5)] for r in range(10)}}
     side = {"rounds": {r: [1.0 + 0.01 * rng.random() for _ in range(5)] for r in range(10)}}
@@ -430,7 +430,7 @@ def test_a_buffer_reused_across_timed_calls_is_output_retained():
 def test_shared_outputs_counts_calls_whose_memory_an_earlier_output_uses():
     import torch
 
-    from harness.child.timing import shared_outputs
+    from gauntlet.child.timing import shared_outputs
     buf = torch.zeros(8, 8)
     fresh = [torch.zeros(8, 8) for _ in range(3)]
     assert shared_outputs(fresh) == 0
@@ -749,7 +749,7 @@ def test_a_baseline_call_outside_its_window_is_a_harness_bug():
 
 
 def test_the_hold_is_the_judges_whatever_the_candidates_launch_costs():
-    from harness.gpu import HOLD_MS
+    from gauntlet.gpu import HOLD_MS
     s, log = _schedule()
     s.cand.host_ms = 30.0                       # a candidate whose launch takes 30 ms on the host
     s.run(budget_s=0.2)
@@ -767,7 +767,7 @@ def test_a_baseline_that_waits_for_the_gpu_does_not_lengthen_the_hold():
     """grouped_gemm_moe's cublas_loop reads its offsets back to the host inside the call: it launches only after the
     hold has run out, however long, so its launch time (which includes the probe's hold) must not size the hold of
     every side's every call (it set 22.9 ms for a 1.4 ms candidate on an H100)."""
-    from harness.gpu import HOLD_MS
+    from gauntlet.gpu import HOLD_MS
     s, _ = _schedule()
     s.base.host_ms, s.base.waits = 24.0, True
     s.run(budget_s=0.2)
@@ -784,7 +784,7 @@ def test_a_baseline_that_waits_for_the_gpu_does_not_lengthen_the_hold():
 
 
 def test_a_setup_reply_s_waits_for_gpu_must_be_a_boolean():
-    from harness.judge.process import replies
+    from gauntlet.judge.process import replies
     ok = {"sides": {"cublas": {"probe_ms": 1.0, "host_ms": 5.0, "waits_for_gpu": True}}}
     assert replies.setup(ok, ["cublas"])["cublas"]["waits_for_gpu"] is True
     for bad in ("yes", 1, None):
@@ -833,7 +833,7 @@ def test_reason_codes_used_by_the_schedule_exist():
 def test_protocol_caps_blobs_at_what_the_parent_expects():
     import os
 
-    from harness import protocol
+    from gauntlet import protocol
     r, w = os.pipe()
     try:
         protocol.send(w, {"ok": True}, [b"x" * 1000])

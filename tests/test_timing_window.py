@@ -12,11 +12,11 @@ import time
 import pytest
 import torch
 
-from harness import discover
-from harness.child import guard
-from harness.child.profiling import CallProfiler
-from harness.child.timing import INPUT_VERSION, settle
-from harness.inputs import make_inputs
+from gauntlet import discover
+from gauntlet.child import guard
+from gauntlet.child.profiling import CallProfiler
+from gauntlet.child.timing import INPUT_VERSION, settle
+from gauntlet.inputs import make_inputs
 
 
 def test_inputs_show_the_same_version_counter_however_often_they_were_refilled():
@@ -35,7 +35,7 @@ def test_inputs_show_the_same_version_counter_however_often_they_were_refilled()
 
 
 def test_snapshot_leaves_anything_but_a_cuda_tensor_as_it_is_and_launches_nothing():
-    from harness.gpu import snapshot
+    from gauntlet.gpu import snapshot
     for out in (torch.ones(3), [1, 2], None):
         same, launched = snapshot(out)
         assert same is out and launched == 0
@@ -75,8 +75,8 @@ def test_every_request_reaches_a_worker_that_was_just_stopped_and_continued(tmp_
     """Child.cont() runs before every request: a running worker is stopped and continued, a stopped one (the
     other side was timed) continued, so a SIGCONT handler fires alike before a correctness request and a timed
     batch."""
-    from harness.judge.process.isolate import Child
-    from harness.judge.process.pids import stat as _stat
+    from gauntlet.judge.process.isolate import Child
+    from gauntlet.judge.process.pids import stat as _stat
     path = str(tmp_path / "conts")
     proc = subprocess.Popen([sys.executable, "-c", _COUNTER, path], start_new_session=True)
     try:
@@ -103,9 +103,9 @@ def test_every_request_reaches_a_worker_that_was_just_stopped_and_continued(tmp_
 
 
 def test_the_worker_says_which_gpu_activities_the_host_queued_after_the_begin_marker():
-    """harness.child.profiling._after_begin, on a timeline shaped like one the H100's profiler recorded (2026-11-27:
+    """gauntlet.child.profiling._after_begin, on a timeline shaped like one the H100's profiler recorded (2026-11-27:
     cuLaunchKernel / cudaEventRecordWithFlags on the host, kernels on streams 7 and 13, paired by correlation id)."""
-    from harness.child.profiling import _after_begin
+    from gauntlet.child.profiling import _after_begin
     gpu = [["gauntlet_hold", 1.0], ["gauntlet_begin", 1.0], ["fill", 1.0], ["queued_in_the_hold", 1.0], ["x", 1.0]]
     corrs = [10, 12, 14, 11, 0]
     api = {10: (100, 110), 11: (111, 113), 12: (120, 130), 14: (131, 140)}   # correlation id -> host (start, end)
@@ -118,12 +118,12 @@ def test_the_worker_says_which_gpu_activities_the_host_queued_after_the_begin_ma
 
 
 def test_work_past_the_end_marker_is_read_from_the_gpu_timeline_not_the_host_clock():
-    """harness.child.profiling.gpu_work_after, which the correctness call's straggler check asks once the host's
+    """gauntlet.child.profiling.gpu_work_after, which the correctness call's straggler check asks once the host's
     clock found the device-wide sync slow (a preempted host thread reads as GPU work otherwise: attn_scores/triton_gqa,
     one kernel on one stream, was ruled `background_work` at 4.1 ms on a busy H200 host): the time from the end
     marker's end to the last GPU activity's end, on any stream; None where the marker is missing."""
-    from harness.child.profiling import gpu_work_after
-    from harness.gpu import MARK_KERNEL
+    from gauntlet.child.profiling import gpu_work_after
+    from gauntlet.gpu import MARK_KERNEL
 
     class Ev:
         def __init__(self, name, end_ns, gpu=True):
@@ -159,8 +159,8 @@ def test_an_observed_cpu_call_carries_empty_stream_lists():
 def test_the_warm_up_probe_tells_a_call_that_waits_for_the_gpu_from_a_long_launch():
     """Bench.warm's `waits_for_gpu`: a call with a host sync inside (grouped_gemm_moe's cublas_loop reads offsets
     back) is found, and one whose launch is merely long (a host sleep, no sync) is not: the judge sizes the hold
-    from the second and not the first (harness.judge.timing.bench.Schedule.run)."""
-    from harness.child.timing import PROBE_HOLD_MS, Bench
+    from the second and not the first (gauntlet.judge.timing.bench.Schedule.run)."""
+    from gauntlet.child.timing import PROBE_HOLD_MS, Bench
     x = torch.randn(256, 256, device="cuda")
 
     def syncs(a):
@@ -181,7 +181,7 @@ def test_the_warm_up_probe_tells_a_call_that_waits_for_the_gpu_from_a_long_launc
 def test_a_slow_call_is_warmed_up_by_one_pass_and_a_fast_one_by_one_to_three():
     """Bench.warm: a pass whose last call took WARM_SLOW_MS or more ends the warm-up (its compiling was done by the
     pass's first call); a fast call keeps the random 1 to 3 passes, so its count of untimed calls still varies."""
-    from harness.child.timing import WARM_SLOW_MS, Bench
+    from gauntlet.child.timing import WARM_SLOW_MS, Bench
     x = torch.randn(64, 64, device="cuda")
     cycles = int(4e6 * WARM_SLOW_MS)               # about twice WARM_SLOW_MS at 2 GHz (10**7 cycles: ~5 ms on an H100)
 

@@ -5,9 +5,9 @@ serial: while it runs unconfined, any other judgement would see the planted file
 tests alone)."""
 import pytest
 
-from harness import discover
-from harness.judge import sandbox
-from harness.judge.evaluate import Options, evaluate
+from gauntlet import discover
+from gauntlet.judge import sandbox
+from gauntlet.judge.evaluate import Options, evaluate
 from tests.test_bad_solutions import BAD
 
 MARKER = discover.problems_dir() / "gemm" / "_planted_by_candidate.py"

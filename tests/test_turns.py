@@ -1,5 +1,5 @@
-"""Judges sharing one GPU take turns (harness.judge.timing.turns): correctness side by side, timing alone; and what the
-timing does when the GPU was busy while other judges shared the card (harness.judge.timing.timed)."""
+"""Judges sharing one GPU take turns (gauntlet.judge.timing.turns): correctness side by side, timing alone; and what the
+timing does when the GPU was busy while other judges shared the card (gauntlet.judge.timing.timed)."""
 from __future__ import annotations
 
 import contextlib
@@ -12,15 +12,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.judge.timing import timed, turns
-from harness.judge.timing.turns import Turns, TurnTimeout
+from gauntlet.judge.timing import timed, turns
+from gauntlet.judge.timing.turns import Turns, TurnTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 
 HOLDER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
-    from harness.judge.timing.turns import Turns
+    from gauntlet.judge.timing.turns import Turns
     with getattr(Turns(sys.argv[1], {folder!r}), sys.argv[2])():
         print("in", time.monotonic(), flush=True)
         time.sleep(float(sys.argv[3]))
@@ -39,7 +39,7 @@ def _holder(folder: Path, mode: str, seconds: float, key: str = "card", wait: bo
 
 
 def _recording(log: list):
-    """turn(name): a stand-in for one of harness.judge.timing.turns' functions that logs `name` each time it is
+    """turn(name): a stand-in for one of gauntlet.judge.timing.turns' functions that logs `name` each time it is
     entered."""
     import contextlib
 
@@ -106,7 +106,7 @@ def test_a_waiting_timing_is_not_starved_by_a_stream_of_shared_turns(tmp_path, m
 STREAM = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
-    from harness.judge.timing.turns import Turns
+    from gauntlet.judge.timing.turns import Turns
     turns = Turns("card", {folder!r})
     print("ready", flush=True)
     end = time.monotonic() + float(sys.argv[1])
@@ -288,7 +288,7 @@ class _Spec:
 
 
 def _busy_shape(calls):
-    from harness.reasons import Reason
+    from gauntlet.reasons import Reason
 
     def fake(judge, spec, shape, opts, record):
         calls.append(shape)
@@ -320,7 +320,7 @@ def _judge_with_calls(monkeypatch, outcomes: list, others: int) -> tuple:
     returns (judge, the turn each call ran in)."""
     from types import SimpleNamespace
 
-    from harness.judge import calls
+    from gauntlet.judge import calls
     modes: list = []
     turn = _recording(modes)
 
@@ -341,8 +341,8 @@ def _judge_with_calls(monkeypatch, outcomes: list, others: int) -> tuple:
 
 
 def _crash(detail):
-    from harness.judge.calls import Abort
-    from harness.reasons import Reason
+    from gauntlet.judge.calls import Abort
+    from gauntlet.reasons import Reason
     return Abort(Reason("crash", detail))
 
 
@@ -362,10 +362,10 @@ def test_a_worker_start_out_of_memory_beside_other_judges_is_made_once_more(monk
                                                                             verdict_reasons):
     """Its CUDA context could not be made: on an H100 runner (pytest -n 14) a worker crashed so while starting,
     because a fixture beside it held the card. Alone on the card the crash stays the candidate's."""
-    from harness.judge import evaluate
-    from harness.judge.process.isolate import ChildFailed
-    from harness.judge.records.results import EvalRecord
-    from harness.reasons import Reason
+    from gauntlet.judge import evaluate
+    from gauntlet.judge.process.isolate import ChildFailed
+    from gauntlet.judge.records.results import EvalRecord
+    from gauntlet.reasons import Reason
     made = []
 
     class FakeChild:
@@ -392,7 +392,7 @@ def test_a_worker_start_out_of_memory_beside_other_judges_is_made_once_more(monk
 
 
 def test_out_of_memory_alone_or_twice_and_other_crashes_stay_the_candidates(monkeypatch):
-    from harness.judge.calls import Abort
+    from gauntlet.judge.calls import Abort
     for outcomes, others, want_modes in (([_crash(OOM)], 0, ["sharing"]),                 # alone on the card
                                          ([_crash(OOM), _crash(OOM)], 3, ["sharing", "alone"]),   # again alone
                                          ([_crash("ZeroDivisionError")], 3, ["sharing"])):       # not memory
@@ -416,9 +416,9 @@ def test_a_timed_shape_out_of_memory_beside_other_judges_is_timed_once_more(monk
     rowwise solutions lost their figures (and their verdicts) when their worker ran out of memory building
     N=53248, K=16384 beside another judge's correctness case; with 4 judges, the baseline worker's cuBLAS ran out
     timing attn_scores' fp32 shape, and the shape lost its figure."""
-    from harness.judge.process.isolate import ChildFailed
-    from harness.judge.timing.bench import BaselineFailed
-    from harness.reasons import Reason
+    from gauntlet.judge.process.isolate import ChildFailed
+    from gauntlet.judge.timing.bench import BaselineFailed
+    from gauntlet.reasons import Reason
     seen = []
     failure = (lambda: ChildFailed(Reason("crash", f"while timing: {detail}"))) if side == "candidate" else \
         (lambda: BaselineFailed(f"Traceback (most recent call last): ... {detail}"))
@@ -447,7 +447,7 @@ def test_a_timed_shape_out_of_memory_beside_other_judges_is_timed_once_more(monk
 
 def test_a_judge_sharing_the_card_hands_its_reserve_back_after_every_call_and_its_cases_after_correctness(
         monkeypatch):
-    from harness.judge import calls
+    from gauntlet.judge import calls
     emptied = []
     judge, modes = _judge_with_calls(monkeypatch, [[], []], others=1)
     monkeypatch.setattr(calls.torch.cuda, "empty_cache", lambda: emptied.append(1))
@@ -495,7 +495,7 @@ def _rec(rid, *spans):
 
 
 def test_timed_together_finds_two_candidates_timed_on_one_card_at_once_and_nothing_else():
-    from harness.executors.exclusive import timed_together
+    from gauntlet.executors.exclusive import timed_together
     apart = [_rec("a", ("G0", 0.0, 1.0), ("G0", 1.0, 2.0)),        # one record's shapes back to back
              _rec("b", ("G0", 2.0, 3.0)),                          # the next candidate after it
              _rec("c", ("G1", 0.5, 2.5))]                          # another card at the same time
@@ -509,7 +509,7 @@ def test_timed_together_finds_two_candidates_timed_on_one_card_at_once_and_nothi
 
 
 def test_the_eval_many_summary_on_cuda_counts_candidates_timed_together():
-    from harness.executors import many
+    from gauntlet.executors import many
     run = many.Run(2, "cuda", gpus=1)
     for i, rec in enumerate([_rec("a", ("G0", 0.0, 1.0)), _rec("b", ("G0", 0.5, 1.5))]):
         many._done(run, None, 2, {}, dict(rec, index=i, verdict="pass", resumed=False, wall_s=1.0))
@@ -521,14 +521,14 @@ def test_the_eval_many_summary_on_cuda_counts_candidates_timed_together():
 
 def _starved_entry(starved: int, shift: float | None = 0.001):
     """A timing entry whose candidate had `starved` of 40 calls starved; `shift`: how far they moved its median
-    (harness.judge.timing.starved.starved_shift; None when most calls were starved)."""
+    (gauntlet.judge.timing.starved.starved_shift; None when most calls were starved)."""
     return {"dtype": "bfloat16", "shape": {"M": 1}, "candidate_ms": 0.2, "starved_calls": [starved, 40],
             "starved_shift": None if starved >= 20 else shift,
             "baselines": {"cublas": {"ms": 0.19, "starved_calls": [0, 40], "starved_shift": 0.0}}}
 
 
 class _Pending:
-    """Stands in for harness.judge.timing.spots.Pending: logs what became of a timed attempt's spot checks."""
+    """Stands in for gauntlet.judge.timing.spots.Pending: logs what became of a timed attempt's spot checks."""
 
     def __init__(self, log: list):
         self.log = log
@@ -629,8 +629,8 @@ def test_timing_on_two_cards_shares_the_host(tmp_path, monkeypatch):
 STRESS = textwrap.dedent("""
     import random, sys, time
     sys.path.insert(0, {root!r})
-    from harness.judge.timing import turns
-    from harness.judge.timing.turns import Turns
+    from gauntlet.judge.timing import turns
+    from gauntlet.judge.timing.turns import Turns
     folder, card, seed = {folder!r}, sys.argv[1], int(sys.argv[2])
     turns._HOST[:] = [Turns("host", folder)]
     mine = Turns(card, folder)
@@ -671,7 +671,7 @@ def test_turns_on_two_cards_and_the_host_never_deadlock_and_keep_their_promises(
 
 
 def test_back_to_back_timings_on_one_card_are_not_called_together_and_a_malformed_span_is_ignored():
-    from harness.executors.exclusive import timed_together
+    from gauntlet.executors.exclusive import timed_together
     a = _rec("a", ("G0", 100.000001, 100.250000))
     b = _rec("b", ("G0", 100.250001, 100.5))          # the next judge stamped its start 1 us after this one let go
     assert timed_together([a, b]) == []
@@ -752,7 +752,7 @@ class _SpotSchedule:
     def __init__(self, log: list, calls: int = 5, fail: bool = False):
         import random
 
-        from harness.judge.timing.figures import Phases
+        from gauntlet.judge.timing.figures import Phases
         self.log, self.calls, self.fail = log, calls, fail
         self.spots, self.reasons, self.phases = [], [], Phases()
         self.rng = random.SystemRandom()
@@ -774,7 +774,7 @@ class _SpotSchedule:
 def _pending(monkeypatch, log, fits=True, oom=0, others=3, **kw):
     """A spots.Pending over a _SpotSchedule, with sharing()/alone() faked; `oom`: how many spot judgements run out of
     GPU memory first."""
-    from harness.judge.timing import peaks, spots
+    from gauntlet.judge.timing import peaks, spots
     left = [oom]
 
     def judged(judge, spec, shape, found, record):
@@ -801,7 +801,7 @@ def _steps(log):
 
 
 def test_the_pending_spots_are_fetched_then_the_workers_let_go_then_judged_with_the_card_shared(monkeypatch):
-    from harness.judge.timing.bench import SPOTS
+    from gauntlet.judge.timing.bench import SPOTS
     log: list = []
     pending, _ = _pending(monkeypatch, log)
     pending.fetch()
@@ -822,7 +822,7 @@ def test_a_spot_whose_answer_outgrows_the_share_or_runs_out_of_memory_shared_is_
     pending.settle()
     assert [e[2] for e in log if e[0] == "judged"] == ["alone"]
     log.clear()
-    from harness.judge.timing import spots
+    from gauntlet.judge.timing import spots
     pauses: list = []
     monkeypatch.setattr(spots.time, "sleep", pauses.append)
     pending, _ = _pending(monkeypatch, log, oom=1)                  # pushed out by the other judges' calls
@@ -841,7 +841,7 @@ def test_a_spot_whose_answer_outgrows_the_share_or_runs_out_of_memory_shared_is_
 def test_a_malformed_spot_reply_while_fetching_is_the_verdict_not_lost(monkeypatch):
     """Schedule._spot records a malformed reply as `tampering` in the schedule's reasons and keeps an empty spot:
     fetched after the rounds, that reason must still reach the record (no spot is judged, none could be)."""
-    from harness.reasons import Reason
+    from gauntlet.reasons import Reason
     log: list = []
     pending, schedule = _pending(monkeypatch, log)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from harness.discover import BACKENDS
+from ..discover import BACKENDS
 
 _MODULES = {"torch": "torch", "triton": "triton", "cupy": "cupy", "cute": "cutlass"}
 
@@ -74,7 +74,7 @@ def prepare_process(backend: str, device: str) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
 
 
-# The library each backend's candidates import first, imported by the worker before its gate (harness.child.worker,
+# The library each backend's candidates import first, imported by the worker before its gate (gauntlet.child.worker,
 # Session.prepare): at the gate's word the candidate's import then finds it loaded (Triton's import alone is about
 # half a second of a worker's start on an H100 host). Only what is known to import without touching the GPU (Triton
 # sets up its driver on first use); CuPy and the CuTe DSL are left to the candidate's own import.
@@ -122,10 +122,10 @@ def finish_warming() -> None:
 def _warm_triton() -> None:
     """The digest of Triton's own installed files (triton.runtime.cache.triton_key, part of every kernel's cache
     key: it reads and hashes libtriton, 0.42 s on an H100 host), taken from the judge's cache where it is there and
-    current (harness.backends.triton_key), and the import of Triton's Gluon front end (0.16 s), which the first
+    current (gauntlet.backends.triton_key), and the import of Triton's Gluon front end (0.16 s), which the first
     specialization of an argument list pulls in. Reads files and imports modules only: no GPU."""
     try:
-        from harness.backends import triton_key as stored
+        from . import triton_key as stored
         if not stored.load(os.environ.get(stored.ENV)):
             from triton.runtime.cache import triton_key
             triton_key()
@@ -137,6 +137,6 @@ def _warm_triton() -> None:
 def after_import(backend: str, device: str) -> None:
     """Fix-ups that depend on the backend's package being imported (the interpreter's bf16 dot)."""
     if device == "cpu" and backend == "triton":
-        from harness.backends.triton_interpreter import mark_launches, patch_interpreter
+        from .triton_interpreter import mark_launches, patch_interpreter
         patch_interpreter()
         mark_launches()

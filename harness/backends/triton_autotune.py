@@ -9,7 +9,7 @@ The rule. The interpreter runs the first config left after the autotuner's own p
 `early_config_prune`, then `perf_model` / `top_k`, exactly as Triton applies them, so with a perf model it is the
 model's favourite). A CPU cannot know which config an H100 would time fastest; a kernel must be right with every
 config it lists anyway. Each launch is marked `name [autotune: config 2 of 3: BLOCK=64, num_warps=4, num_stages=3]`
-(harness.backends.triton_interpreter.mark_launches), so the judgement record lists the config under the dtype's
+(gauntlet.backends.triton_interpreter.mark_launches), so the judgement record lists the config under the dtype's
 `kernels`, and the worker's stderr says it once per kernel and config.
 
 What stays as on the GPU: the rest of `Autotuner.run` runs unchanged. The per-key cache (the rule runs once per new

@@ -20,9 +20,9 @@ so they are right. Several places forget that the array is not a number, or roun
    (9.2e-41 comes back 0), and casts between bf16 and fp64 or integers run `astype` on the bits: garbage.
 3. `InterpreterBuilder.create_fp_to_fp`, which serves every cast to or from fp8 and every cast with
    `fp_downcast_rounding="rtz"`, rounds ties up, loses carries into the next binade, mangles subnormals and
-   out-of-range values (harness.backends.triton_casts has the details and the GPU's rules).
+   out-of-range values (gauntlet.backends.triton_casts has the details and the GPU's rules).
 4. `triton.autotune` benchmarks through the GPU driver, which the interpreter does not have: every autotuned kernel
-   crashed (harness.backends.triton_autotune).
+   crashed (gauntlet.backends.triton_autotune).
 
 What the patch does: `create_dot` decodes bf16 (a 16-bit shift: bf16 is the top half of an fp32) and fp8 (exactly,
 through torch) to fp32 and runs the fp32 matmul, which accumulates in fp32 as the GPU does. `cast_impl` and
@@ -43,7 +43,7 @@ import warnings
 
 import numpy as np
 
-from harness.backends import triton_autotune, triton_casts
+from . import triton_autotune, triton_casts
 
 CHECKED_TRITON = "3.6.0"       # the interpreter and autotuner these patches were written against and tested on
 _F32_EXACT = (np.dtype(np.float16), np.dtype(np.float32))   # widen to fp32 without rounding
@@ -173,7 +173,7 @@ def patch_interpreter():
 
 def mark_launches() -> bool:
     """Wrap each interpreted kernel launch in a profiler range named after the kernel (and, for an autotuned
-    kernel, the config that ran), so the harness's profiler (harness.child.profiling) sees the candidate's own
+    kernel, the config that ran), so the harness's profiler (gauntlet.child.profiling) sees the candidate's own
     launches on the CPU, on any thread, and the record says which config ran. Idempotent."""
     if not interpreter_in_use():
         return False

@@ -3,7 +3,7 @@
 Runs beside candidate code (it imports and calls it), so it decides nothing: the wrapper is only the calling
 convention. The worker calls the `solve` made here exactly as it calls a native one: the same inputs in guard
 bands, profiler, tamper watch, hold and timing loop, and the parent judges what comes back. What the file is, and
-whether the problem can take it, was settled statically in the judge (harness.formats) before this process began.
+whether the problem can take it, was settled statically in the judge (gauntlet.formats) before this process began.
 
 - GPU MODE: `custom_kernel(data)` with `data = tuple(inputs)`, the tuple the problem's make_inputs returns (as
   reference-kernels hands custom_kernel what generate_input returns); its return value is the output. A `task`
@@ -38,7 +38,7 @@ def load(fmt: str, path, problem, device: str):
 
 
 def _import(path: Path):
-    from harness.problem import load_module
+    from ..problem import load_module
     return load_module(path, "gauntlet_candidate")
 
 

@@ -55,7 +55,7 @@ def _watched_objects():
             ("torch.profiler._KinetoProfile", profiler.profiler._KinetoProfile,
              set(vars(profiler.profiler._KinetoProfile))),
             ("torch.autograd.profiler", torch.autograd.profiler, set(vars(torch.autograd.profiler))),
-            # the profiler the harness's CallProfiler runs (harness.child.profiling), entered and left as a context
+            # the profiler the harness's CallProfiler runs (gauntlet.child.profiling), entered and left as a context
             ("torch.autograd.profiler.profile", torch.autograd.profiler.profile,
              set(vars(torch.autograd.profiler.profile)))):
         # Code only: module- and class-level state (torch.cuda._cached_device_count, ...) changes legitimately.
@@ -74,7 +74,7 @@ def import_harness() -> None:
     """Import every harness module now, so the tamper watch covers the ones used later (timing, check...)."""
     import importlib
     for name in HARNESS_MODULES:
-        importlib.import_module(f"harness.{name}")
+        importlib.import_module(f"gauntlet.{name}")
 
 
 def _is_code(value) -> bool:
@@ -101,11 +101,11 @@ def _module_functions(prefix: str):
 class TamperWatch:
     """Remembers the identity (and, for functions, the code object) of what the harness relies on."""
 
-    def __init__(self, extra_modules: tuple = ("harness", "gauntlet_problem_", "gauntlet_baseline_")):
+    def __init__(self, extra_modules: tuple = ("gauntlet.", "gauntlet_problem_", "gauntlet_baseline_")):
         self.items = _watched_objects()
         for prefix in extra_modules:
             self.items += _module_functions(prefix)
-            # The module objects themselves: replacing sys.modules["harness.judge.values.check"] is tampering too.
+            # The module objects themselves: replacing sys.modules["gauntlet.judge.values.check"] is tampering too.
             self.items += [(f"sys.modules[{name!r}]", sys.modules, name) for name in list(sys.modules)
                            if name.startswith(prefix)]
         self.snapshot = {label: self._fingerprint(owner, attr) for label, owner, attr in self.items}

@@ -11,17 +11,17 @@ One profiler session covers exactly one call (from just before the call to a dev
 kernel and every aten op the session saw belongs to that call, whatever stream or thread ran it: no clock alignment
 between CPU and GPU timestamps is needed. The child only collects names, durations and each GPU activity's start and end
 on the GPU's timeline (relative to the session's first one): the parent decides what is allowed
-(`harness.judge.process.kernels`) and whether every kernel ran inside the measured window
-(`harness.judge.timing.window`, bounded by the harness's hold and end-marker kernels, harness.gpu).
+(`gauntlet.judge.process.kernels`) and whether every kernel ran inside the measured window
+(`gauntlet.judge.timing.window`, bounded by the harness's hold and end-marker kernels, gauntlet.gpu).
 """
 from __future__ import annotations
 
 import torch
 from torch.autograd import profiler as autograd_profiler
 
-from harness.gpu import BEGIN_KERNEL
+from ..gpu import BEGIN_KERNEL
 
-LAUNCH_MARK = "gauntlet::launch::"      # Triton interpreter launches (see harness.backends.triton_interpreter)
+LAUNCH_MARK = "gauntlet::launch::"      # Triton interpreter launches (see gauntlet.backends.triton_interpreter)
 
 
 def _config():
@@ -35,7 +35,7 @@ class CallProfiler:
     """One profiler session around one call.
 
     On the GPU it records GPU activity only (kernels, copies and sets, on every stream, from every thread: CUPTI
-    sees the whole process). The verdict there rests on kernels alone (harness.judge.process.kernels), and recording
+    sees the whole process). The verdict there rests on kernels alone (gauntlet.judge.process.kernels), and recording
     every aten op on every thread costs the host time inside the measured window: measured on an H100 (2026-11-26,
     one process, the harness's timing loop), grouped_gemm_moe's cublas_loop (32 torch.mm launches after a host
     sync, a host-bound call) read 2.30 ms at the median with aten ops recorded, 1.70 ms with GPU activity only and
@@ -71,7 +71,7 @@ class CallProfiler:
         """{"kernels": [[name, µs], ...], "spans": [[start ns, end ns], ...] (one per kernel, in the same order, on
         the GPU's timeline from the session's first GPU activity), "ops": [aten op names], "launches": [kernel
         names], "marked": True, "compiled": [the kernel names this worker's backends compiled so far
-        (harness.child.provenance)]}. GPU activities are kernels, memcpys and memsets, on every stream."""
+        (gauntlet.child.provenance)]}. GPU activities are kernels, memcpys and memsets, on every stream."""
         gpu, spans, cpu, launches, streams, corrs, api = [], [], [], [], [], [], {}
         for e in self.events or []:
             name = e.name()
@@ -90,7 +90,7 @@ class CallProfiler:
         ops = sorted({k for a, b, t, k in cpu
                       if not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in launches)})
         t0 = min((a for a, _ in spans), default=0)
-        from harness.child import provenance
+        from . import provenance
         return {"compiled": provenance.names(), "kernels": gpu, "spans": [[a - t0, b - t0] for a, b in spans],
                 "ops": ops, "launches": [k for *_, k in launches], "marked": self.events is not None,
                 "streams": streams, "after_begin": _after_begin(gpu, corrs, api)}
@@ -98,7 +98,7 @@ class CallProfiler:
 
 def gpu_work_after(events, marker: str) -> float | None:
     """Milliseconds from the end of the call's `marker` kernel (the end marker, queued on the caller's stream after
-    the end event: harness.gpu.mark) to the end of its last GPU activity on any stream, on the GPU's own clock; None
+    the end event: gauntlet.gpu.mark) to the end of its last GPU activity on any stream, on the GPU's own clock; None
     where the profile holds no such marker (then the caller's host measurement stands)."""
     gpu = [(e.name(), e.end_ns()) for e in events or [] if e.device_type() != torch.autograd.DeviceType.CPU]
     marks = [end for name, end in gpu if name == marker]
@@ -118,7 +118,7 @@ def _after_begin(gpu: list, corrs: list[int], api: dict) -> list[bool]:
     """Per GPU activity: whether the host call that queued it (matched by CUPTI's correlation id) began after the
     call that queued the harness's begin marker had returned. The begin marker is queued right after the start
     event is recorded, on the same host thread, so such an activity was queued after the start event: on the start
-    event's stream it cannot run before the event fired (harness.judge.timing.window uses that to place the window's
+    event's stream it cannot run before the event fired (gauntlet.judge.timing.window uses that to place the window's
     opening when the begin marker itself started late). False wherever the profiler did not say."""
     api.pop(0, None)                             # no correlation id: pairs with nothing
     begin = [c for (name, _), c in zip(gpu, corrs) if name == BEGIN_KERNEL]

@@ -1,5 +1,5 @@
 """Which GPU kernels the candidate's backends compiled in this worker: the names the profiler's kernels must carry to
-count as the candidate's own (harness.judge.process.kernels).
+count as the candidate's own (gauntlet.judge.process.kernels).
 
 Why: before this record, any kernel name that was neither torch's nor a listed library's counted as the candidate's
 own, so a CuPy or CuTe file could reach a library Gauntlet does not list (through ctypes, a prebuilt cubin, any .so)
@@ -204,7 +204,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 def install() -> None:
     """Hook the compilers already imported, and the others as they are imported. Called once per worker, before
-    the backend's preload and the candidate's import (harness.child.worker, Session.prepare)."""
+    the backend's preload and the candidate's import (gauntlet.child.worker, Session.prepare)."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
     for name, hook in HOOKS.items():

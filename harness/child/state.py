@@ -3,7 +3,7 @@ back: environment variables and library switches that steer torch/cuBLAS/cuDNN/T
 and class data (by value; code is watched by identity in guard.TamperWatch), and the threads and processes alive.
 
 A change is reported (the parent rules it `tampering` or `background_work`) and undone, so the next call runs under
-the judge's conditions again. The baselines are timed in another process altogether (harness.judge.timing.bench), so
+the judge's conditions again. The baselines are timed in another process altogether (gauntlet.judge.timing.bench), so
 nothing here is what protects their times; this keeps the candidate's own calls honest and visible.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import threading
 
 import torch
 
-from harness.child import guard
+from . import guard
 
 # Environment variables read by the libraries a call goes through: math modes, workspace and algorithm choices,
 # library selection, preloads. Others (a cache directory, say) are the candidate's own business.
@@ -85,8 +85,8 @@ def _data_fingerprint(value):
 
 
 # Harness data that changes during a call by design: the kernels the backends compiled (a solve that compiles
-# lazily adds to it; harness.child.provenance says why a forged entry is not caught here).
-GROWS = frozenset({"harness.child.provenance._NAMES"})
+# lazily adds to it; gauntlet.child.provenance says why a forged entry is not caught here).
+GROWS = frozenset({"gauntlet.child.provenance._NAMES"})
 
 
 def _harness_data() -> dict:
@@ -94,7 +94,7 @@ def _harness_data() -> dict:
     GROWS."""
     out = {}
     for name, mod in list(sys.modules.items()):
-        if not (name.startswith("harness") or name.startswith("gauntlet_baseline_")
+        if not (name.startswith("gauntlet.") or name.startswith("gauntlet_baseline_")
                 or name.startswith("gauntlet_problem_")) or mod is None:
             continue
         for attr, value in list(vars(mod).items()):

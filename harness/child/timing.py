@@ -5,19 +5,19 @@ One timed call:
   -> device-wide sync -> [profiler session: the prime (launched and waited for) -> the hold (every SM of the GPU,
   `hold_ms`, set by the judge) -> start event -> begin marker -> solve(*inputs) -> end event -> snapshot of the
   output -> end marker -> device-wide sync].
-The hold keeps the whole GPU busy while the host launches the call (harness.gpu), so the events time the GPU work
+The hold keeps the whole GPU busy while the host launches the call (gauntlet.gpu), so the events time the GPU work
 and not the host's launch latency (Triton's Python launcher costs more than cuBLAS's), and nothing the call
 launches on another stream can run beside it; the host time of the launch is measured apart and reported as its
 own figure (a launch longer than the hold shows in the GPU time: the hold is the judge's, not the candidate's). The
-same method at every size: no threshold for a shape to straddle. Correctness calls (harness.child.worker run_case)
+same method at every size: no threshold for a shape to straddle. Correctness calls (gauntlet.child.worker run_case)
 go through the same `held_call`, with their inputs' version counters settled the same way (`settle`), so a
 candidate cannot tell the two apart by the stream, the hold or its inputs' counters.
 
-Every call runs inside the profiler (harness.child.profiling), so the parent sees which kernels each timed call
+Every call runs inside the profiler (gauntlet.child.profiling), so the parent sees which kernels each timed call
 ran, and when: the hold and the end marker bound the window, and a kernel outside it is `tampering`
-(harness.judge.timing.window). Every output of a batch stays alive until the batch ends, on both sides (so the allocator
+(gauntlet.judge.timing.window). Every output of a batch stays alive until the batch ends, on both sides (so the allocator
 behaves the same); then it is poisoned and freed. What the parent may check is the output's snapshot, copied on the
-caller's stream right after the end event (harness.gpu.snapshot): work that completes an output later (from a
+caller's stream right after the end event (gauntlet.gpu.snapshot): work that completes an output later (from a
 thread, a signal handler, the next request) cannot change it. The candidate's snapshots are kept until the next
 request so the parent can choose, after the fact, which ones to check (`spot`).
 """
@@ -30,9 +30,9 @@ import time
 
 import torch
 
-from harness.child import guard
-from harness.child.profiling import CallProfiler
-from harness.gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
+from . import guard
+from .profiling import CallProfiler
+from ..gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
 
 # A warm-up pass whose last call took this long ends the warm-up: its compiling is done (the pass's first call did
 # it), and each further pass only costs the card (gemm's naive fp32 kernel: 2.2 s a call at 8192^3 on an H200).
@@ -64,10 +64,10 @@ def settle(inputs) -> None:
 
 def held_call(fn, args, hold_ms: float, started: list | None = None):
     """One call on the GPU, the way every call is run (inside the caller's profiler session): the prime, waited for
-    (harness.gpu.prime: the session's first launch costs the host far more than the next, and must not eat into
+    (gauntlet.gpu.prime: the session's first launch costs the host far more than the next, and must not eat into
     the hold), then the hold, the start event, fn(*args), the end event, the output's snapshot and the end marker,
     queued on the current stream, and the begin marker on the harness's own stream, after the start event
-    (harness.gpu.begin). Nothing after the prime is waited for. Returns (out, snapshot, snapshot kernels launched,
+    (gauntlet.gpu.begin). Nothing after the prime is waited for. Returns (out, snapshot, snapshot kernels launched,
     start, end, host launch ms). `started` (the warm-up's probe only: a query between the call's return and the end
     event): gets whether the start event had fired, i.e. the hold had run out, by the time fn returned."""
     prime()

@@ -1,4 +1,4 @@
-"""Fill the judge's bytecode cache (harness.judge.process.bytecode): import what a worker imports before it sees any
+"""Fill the judge's bytecode cache (gauntlet.judge.process.bytecode): import what a worker imports before it sees any
 candidate (torch, the profiler's lazy imports, Triton, the harness), in a process of its own that runs no candidate
 code, with PYTHONPYCACHEPREFIX pointing at the cache. Started by the judge by module name, as workers are."""
 import importlib
@@ -15,7 +15,7 @@ PACKAGES = ("torch", "triton", "triton.experimental.gluon", "numpy", "cupy", "cu
 # judges waited for it). These folders hold nearly all of what the chain imports; what they hold beyond it costs
 # CPU the host has spare, not time. Test folders are left out.
 PRECOMPILE = ("torch", "triton", "sympy", "mpmath", "numpy", "cupy", "cutlass", "hypothesis", "yaml", "jinja2",
-              "harness")
+              "gauntlet")
 SKIP = re.compile(r"[\\/](tests?|idlelib|tkinter|turtledemo|ensurepip|lib2to3|site-packages|dist-packages)[\\/]")
 
 
@@ -69,11 +69,11 @@ def main() -> None:
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU]):     # its first session imports torch._dynamo and more
         torch.zeros(4).add_(1)
-    from harness.child import guard
+    from . import guard
     guard.import_harness()
-    for name in ("harness.child.worker", "harness.child.timing", "harness.child.profiling", "harness.gpu"):
+    for name in ("gauntlet.child.worker", "gauntlet.child.timing", "gauntlet.child.profiling", "gauntlet.gpu"):
         importlib.import_module(name)
-    from harness.backends import triton_key
+    from ..backends import triton_key
     triton_key.store(os.environ.get(triton_key.ENV))      # Triton's digest of itself, for every worker after
 
 

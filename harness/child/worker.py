@@ -1,9 +1,9 @@
 """A worker process: imports one candidate (role `candidate`) or only the problem's baselines (role `baseline`), and
 runs calls on request. It judges nothing.
 
-Started by harness.judge.process.isolate as `python -m harness.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR
+Started by gauntlet.judge.process.isolate as `python -m gauntlet.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR
 SOLUTION_PATH BACKEND DEVICE BASELINES_JSON GATE FORMAT`, with stdout/stderr sent to a log file. FORMAT is the candidate
-file's (native, kernelbench or gpumode): a file of another format is wrapped into `solve` here (harness.child.adapters),
+file's (native, kernelbench or gpumode): a file of another format is wrapped into `solve` here (gauntlet.child.adapters),
 and everything after that is the same. The problem and its baselines come as the files the parent resolved (a folder,
 and {label: file}), never as names to look up again: the worker judges against exactly what the parent loaded, wherever
 it lives (a user's project, a checkout, site-packages). The baseline worker never imports candidate code, so nothing a
@@ -19,7 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
-from harness import protocol
+from .. import protocol
 
 
 def main(argv: list[str]) -> int:
@@ -28,9 +28,9 @@ def main(argv: list[str]) -> int:
     gated = len(argv) > 8 and argv[8] == "gated"
     fmt = argv[9] if len(argv) > 9 else "native"
     area = protocol.Area.attach(int(argv[10])) if len(argv) > 10 and argv[10] != "-" else None
-    from harness.child.confined import self_test
+    from .confined import self_test
     confined = self_test()                        # before torch, before any candidate code: what is in force
-    from harness import backends
+    from .. import backends
     backends.prepare_process(backend, device)     # before anything imports triton
     backends.start_warming(backend, device)       # beside torch's import (next); joined before the go (preload)
     global STRAGGLER_LIMIT_MS
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     hello = session.prepare()
     if hello is None and gated:
         # The judge's word: the baseline worker has measured the quiet GPU, so this process may now use the GPU
-        # and import the candidate (harness.judge.process.isolate, deferred start).
+        # and import the candidate (gauntlet.judge.process.isolate, deferred start).
         try:
             request, _ = protocol.recv(req_fd)
         except protocol.ChannelClosed:
@@ -75,10 +75,10 @@ class Session:
         when it went well, else the failed hello."""
         import torch  # noqa: F401 - import torch before the candidate so its patches are visible as changes
 
-        from harness import backends
+        from .. import backends
         backends.finish_warming()               # before anything below imports Triton
-        from harness.child import guard
-        from harness.problem import load_problem
+        from . import guard
+        from ..problem import load_problem
         try:
             # Everything this process will run on the harness's behalf is imported now, before the candidate can
             # touch a file: the harness's modules, the problem's reference and the baselines.
@@ -88,7 +88,7 @@ class Session:
             self.baselines = _load_baselines(self.baseline_files) if self.role == "baseline" else {}
             backends.after_import(self.backend, self.device)
             if self.role == "candidate":
-                from harness.child import provenance
+                from . import provenance
                 provenance.install()            # before any compiler the candidate may use is imported or run
                 backends.preload(self.backend, self.device)
         except Exception:  # noqa: BLE001
@@ -99,10 +99,10 @@ class Session:
         """The rest of the start-up (after prepare): the GPU, the profiler, the snapshots, the candidate's import."""
         import torch
 
-        from harness.child import guard, state
+        from . import guard, state
         hello = {"ok": True}
         if self.device == "cuda":
-            from harness.gpu import Flusher, held_ms, kernels
+            from ..gpu import Flusher, held_ms, kernels
             torch.cuda.init()
             guard.remember_l2_baseline()
             try:
@@ -113,7 +113,7 @@ class Session:
                 flush = Flusher(torch.device("cuda"))
                 hello["quiet_ms"] = held_ms(flush, flush, n=21)
                 del flush
-        from harness.child.profiling import CallProfiler
+        from .profiling import CallProfiler
         with CallProfiler(self.device):
             torch.zeros(1, device=self.device).add_(1)    # the profiler's lazy set-up (env, threads) happens now
         self.snapshot = state.Snapshot()
@@ -123,10 +123,10 @@ class Session:
         return self._import_candidate()
 
     def _import_candidate(self) -> dict:
-        from harness.child import adapters, guard
+        from . import adapters, guard
         try:
             if self.format == "native":
-                from harness.problem import load_module
+                from ..problem import load_module
                 module = load_module(self.path, "gauntlet_candidate")
             else:
                 # The wrapper is made now, with the import: building the model (KernelBench) runs candidate code,
@@ -172,8 +172,8 @@ class Session:
 
     def _inputs(self, request, seed, bands: list | None = None):
         """The call's inputs, each inside guard bands (guard.banded); `bands`, when given, receives them."""
-        from harness.child import guard
-        from harness.inputs import make_inputs
+        from . import guard
+        from ..inputs import make_inputs
         spec = self.problem.dtype(request["dtype"])
         inputs, made = guard.banded(make_inputs(self.problem, request["shape"], spec, seed, self.device))
         if bands is not None:
@@ -183,11 +183,11 @@ class Session:
     def run_case(self, request: dict):
         import torch
 
-        from harness.child import guard
-        from harness.child.profiling import CallProfiler
-        from harness.child.timing import held_call, settle
-        from harness.gpu import HOLD_MS
-        from harness.inputs import matmul_precision
+        from . import guard
+        from .profiling import CallProfiler
+        from .timing import held_call, settle
+        from ..gpu import HOLD_MS
+        from ..inputs import matmul_precision
         bands: list = []
         spec, inputs = self._inputs(request, request["seed"], bands)
         settle(inputs)                  # the version counters a timed call's refilled inputs show (timing.settle)
@@ -201,7 +201,7 @@ class Session:
                 # Run as a timed call is run (timing.held_call): behind the same hold of the whole GPU, between
                 # events, so nothing inside the process tells a checked call from a timed one. The answer is what
                 # the caller's stream sees when solve's work on it is done: copied on that stream right after the
-                # end event (harness.gpu.snapshot), before anything else is waited for, so an output that work
+                # end event (gauntlet.gpu.snapshot), before anything else is waited for, so an output that work
                 # elsewhere is still writing (a side stream the caller was not made to wait for) is read unwritten,
                 # whatever the straggler limit below (which, with several judges sharing the GPU, is several ms).
                 out, seen, _, _, _, _ = held_call(self.solve, inputs, HOLD_MS)
@@ -218,8 +218,8 @@ class Session:
             # The host's clock found the device-wide sync slow; a host that preempted this thread makes it so too
             # (attn_scores/triton_gqa, one kernel on one stream, read 4.1 ms on an H200 host busy with four judges):
             # the GPU's own timeline of the call decides how long its work ran past the end marker.
-            from harness.child.profiling import gpu_work_after
-            from harness.gpu import MARK_KERNEL
+            from .profiling import gpu_work_after
+            from ..gpu import MARK_KERNEL
             late = gpu_work_after(prof.events, MARK_KERNEL)
             straggler_ms = straggler_ms if late is None else late
         if straggler_ms > STRAGGLER_LIMIT_MS:
@@ -247,7 +247,7 @@ class Session:
         header["wire"] = payload[0]
         return header, [payload[1]]
 
-    # -- timing (harness.judge.timing.bench schedules these) ---------------------------------------------------------
+    # -- timing (gauntlet.judge.timing.bench schedules these) ---------------------------------------------------------
     def _sides(self) -> dict:
         if self.role == "candidate":
             return {"candidate": self.solve}
@@ -256,8 +256,8 @@ class Session:
     def bench_setup(self, request: dict):
         import torch
 
-        from harness.child.timing import Bench
-        from harness.inputs import matmul_precision
+        from .timing import Bench
+        from ..inputs import matmul_precision
         self.bench_end({})
         spec = self.problem.dtype(request["dtype"])
         make = lambda seed: self._inputs(request, seed)[1]  # noqa: E731
@@ -282,8 +282,8 @@ class Session:
     def bench_batch(self, request: dict):
         import torch
 
-        from harness.child import guard
-        from harness.inputs import matmul_precision
+        from . import guard
+        from ..inputs import matmul_precision
         bench, spec = self.benches[request["side"]]
         threads = guard.live_threads()
         with matmul_precision(spec), torch.no_grad():
@@ -326,7 +326,7 @@ def _straggler_limit_ms() -> float:
     honest calls waited 1.1-3.2 ms. There the limit grows by 2.5 ms per other judge, and leftover work shorter than
     that goes unseen: run alone for a verdict that must catch it. Read once, at start-up, before any candidate
     code runs (the candidate's process could set the variable); the tamper watch covers the global it lands in."""
-    from harness import gpu
+    from .. import gpu
     try:
         share = gpu.judges_per_gpu()
     except ValueError:          # the parent refuses it before starting a worker; never a reason to crash here
@@ -349,7 +349,7 @@ def _declared_kernels(module) -> list[str]:
 
 
 def _load_baselines(files: dict) -> dict:
-    from harness.problem import load_module
+    from ..problem import load_module
     return {label: load_module(Path(path), f"gauntlet_baseline_{label}") for label, path in files.items()}
 
 
@@ -371,5 +371,5 @@ def _tb(limit: int = 4000) -> str:
 if __name__ == "__main__":
     # Run the imported module's code, not this `__main__` copy of it: the tamper watch and the state snapshot cover
     # modules named harness.*, so a candidate patching sys.modules["__main__"].Session would otherwise go unseen.
-    from harness.child import worker as _worker
+    from . import worker as _worker
     sys.exit(_worker.main(sys.argv[1:]))

@@ -6,6 +6,6 @@ imported, would shadow the builtin in it).
 Exit codes (scripts and agent loops depend on them): 0 pass, 1 rejected (any verdict but pass; for `run`, any
 shipped solution that neither passed nor was unsupported), 2 usage error (unknown problem, missing file, bad flag),
 3 internal error (a bug in Gauntlet, said as such with its traceback), 130 stopped by SIGINT and 143 by SIGTERM
-(128 + the signal, as a shell reports it; harness.judge.records.interrupt).
+(128 + the signal, as a shell reports it; gauntlet.judge.records.interrupt).
 """
-from harness.cli.main import main  # noqa: F401 - the `gauntlet` console script (pyproject.toml)
+from .main import main  # noqa: F401 - the `gauntlet` console script (pyproject.toml)

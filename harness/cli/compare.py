@@ -1,10 +1,10 @@
-"""`gauntlet compare`: did a kernel get slower or wrong? Two runs compared (reports.compare)."""
+"""`gauntlet compare`: did a kernel get slower or wrong? Two runs compared (gauntlet.reports.compare)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cli import output
-from harness.discover import UsageError
+from . import output
+from ..discover import UsageError
 
 
 def add(sub) -> None:
@@ -21,9 +21,9 @@ def add(sub) -> None:
 
 
 def run(args) -> int:
-    """reports.compare: a regression is a slowdown beyond --fail-on whose interval says it is real, or a pass
+    """gauntlet.reports.compare: a regression is a slowdown beyond --fail-on whose interval says it is real, or a pass
     that is no longer one. Exit 1 on any, 0 otherwise."""
-    from reports import compare
+    from ..reports import compare
     if not 0 <= args.fail_on < 1000:
         raise UsageError(f"--fail-on must be a percentage in [0, 1000), got {args.fail_on}")
     doc = compare.compare(compare.load(Path(args.base)), compare.load(Path(args.new)), args.fail_on)

@@ -1,9 +1,9 @@
 """`gauntlet eval`: one candidate file (or shipped solution name) judged on one problem."""
 from __future__ import annotations
 
-from harness import discover
-from harness.cli import options, output
-from harness.judge.records import interrupt, stopped
+from .. import discover
+from . import options, output
+from ..judge.records import interrupt, stopped
 
 
 def add(sub) -> None:
@@ -19,8 +19,8 @@ def add(sub) -> None:
 
 
 def prestart(args) -> None:
-    """Before this process imports the judge's code and torch (harness.cli.main): the judgement's workers, gated
-    (harness.judge.process.standby.prestart_judgement), so that their start-up and the CLI's own overlap. The device
+    """Before this process imports the judge's code and torch (gauntlet.cli.main): the judgement's workers, gated
+    (gauntlet.judge.process.standby.prestart_judgement), so that their start-up and the CLI's own overlap. The device
     is guessed without torch (an NVIDIA driver's device node, and CUDA_VISIBLE_DEVICES not emptied): a wrong guess
     only costs a worker that is never taken. Anything wrong with the arguments is left for `run` to say."""
     import os
@@ -32,13 +32,13 @@ def prestart(args) -> None:
         solution = discover.get_solution(problem.id, args.file, fmt=args.format, backend=args.backend)
     except Exception:  # noqa: BLE001 - said by `run`, with its blame
         return
-    from harness.judge.process import standby
+    from ..judge.process import standby
     standby.prestart_judgement(problem, solution, SimpleNamespace(device=device, sandbox=args.sandbox),
                                baseline=not (args.no_timing or args.case))
 
 
 def run(args) -> int:
-    from harness.judge.evaluate import evaluate
+    from ..judge.evaluate import evaluate
     device = options.device(args)
     problem = discover.get_problem(args.problem)
     solution = discover.get_solution(problem.id, args.file, fmt=args.format, backend=args.backend)
@@ -46,7 +46,7 @@ def run(args) -> int:
     opts = options.judge_options(args, device)
     options.check_dtypes(opts.dtypes, [problem])
     if opts.case:
-        from harness.judge.values import fuzz
+        from ..judge.values import fuzz
         widest = max(problem.dtypes[d].torch_dtype().itemsize for d in (opts.dtypes or problem.dtypes))
         fuzz.check_case(opts.case, problem, device, widest)      # a usage error, before any process starts
     if device == "cuda" and opts.timing and not opts.case:

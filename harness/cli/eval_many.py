@@ -1,12 +1,12 @@
-"""`gauntlet eval-many`: many candidate files of one problem, one JSON line each (harness.executors.many)."""
+"""`gauntlet eval-many`: many candidate files of one problem, one JSON line each (gauntlet.executors.many)."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from harness import discover
-from harness.cli import options, output
-from harness.judge.records import interrupt
+from .. import discover
+from . import options, output
+from ..judge.records import interrupt
 
 
 def add(sub) -> None:
@@ -28,9 +28,9 @@ def add(sub) -> None:
 
 
 def run(args) -> int:
-    """harness.executors.many: each candidate judged as `eval` judges it, in this process or on the executor's judges
+    """gauntlet.executors.many: each candidate judged as `eval` judges it, in this process or on the executor's judges
     (--gpus, --executor ray); lines on stdout, in the candidates' order."""
-    from harness.executors import many
+    from ..executors import many
     device = options.device(args)
     problem = discover.get_problem(args.problem)
     if args.screen:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from harness import backends, discover
-from harness.cli import options, output
-from harness.discover import UsageError
-from harness.problem import ProblemError
+from .. import backends, discover
+from . import options, output
+from ..discover import UsageError
+from ..problem import ProblemError
 
 
 def add(sub) -> None:

@@ -6,33 +6,33 @@ import argparse
 import sys
 import traceback
 
-from harness import discover
-from harness.cli import compare, options, output, report
-from harness.cli import eval as eval_cmd
-from harness.cli import eval_many, mutate
-from harness.cli import list as list_cmd
-from harness.cli import run as run_cmd
-from harness.discover import UsageError
-from harness.judge.process import bytecode, standby
-from harness.judge.records import interrupt, stopped
-from harness.judge.records.gate import GateError
-from harness.mutate.mutants import NotMutable
-from harness.problem import ProblemError
-from harness.searchpath import SearchPathError
-from reports.compare import CompareError
-from reports.load import BadResults
+from .. import discover
+from . import compare, options, output, report
+from . import eval as eval_cmd
+from . import eval_many, mutate
+from . import list as list_cmd
+from . import run as run_cmd
+from ..discover import UsageError
+from ..judge.process import bytecode, standby
+from ..judge.records import interrupt, stopped
+from ..judge.records.gate import GateError
+from ..mutate.mutants import NotMutable
+from ..problem import ProblemError
+from ..searchpath import SearchPathError
+from ..reports.compare import CompareError
+from ..reports.load import BadResults
 
 INTERNAL_ERROR = 3          # exit status of a harness bug (0/1: verdicts, 2: usage, 130/143: stopped)
 # What the user gave and Gauntlet refused: an argument, a file, a setting, a search path, a stored results file.
 USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable, CompareError, BadResults)
-LEADERBOARD_COMMANDS = ("run", "report")   # the commands that import reports.leaderboard (after candidates ran)
+LEADERBOARD_COMMANDS = ("run", "report")   # the commands that import gauntlet.reports.leaderboard (after candidates ran)
 JUDGING_COMMANDS = ("eval", "eval-many", "run", "mutate")   # the commands that start workers
 COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    # in `gauntlet --help`'s order
 
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:                     # the `gauntlet` process itself (not a caller's, such as a test's)
-        bytecode.use_in_this_process()   # before torch is imported: harness.judge.process.bytecode says why
+        bytecode.use_in_this_process()   # before torch is imported: gauntlet.judge.process.bytecode says why
         _leave(_main(sys.argv[1:]))
     return _main(list(argv))
 
@@ -86,7 +86,7 @@ def _main(argv: list[str]) -> int:
                 if args.command in JUDGING_COMMANDS:
                     bytecode.warm_soon()     # the workers' bytecode, compiled beside this process's own imports
                 if getattr(args, "prestart", None):
-                    args.prestart(args)      # workers started gated, before the imports below (harness.cli.eval)
+                    args.prestart(args)      # workers started gated, before the imports below (gauntlet.cli.eval)
                 _import_everything(args.command)
                 return args.func(args)
             finally:
@@ -122,8 +122,8 @@ def _main(argv: list[str]) -> int:
 def _undumpable() -> None:
     """PR_SET_DUMPABLE 0 on the judge: a process of the same user without CAP_SYS_PTRACE (an unconfined
     candidate, `--sandbox off`) can then neither read nor write its memory (/proc/PID/mem) nor open its descriptors
-    (/proc/PID/fd/1, its stdout). Every judge process does the same (harness.executors.task)."""
-    from harness.executors import task
+    (/proc/PID/fd/1, its stdout). Every judge process does the same (gauntlet.executors.task)."""
+    from ..executors import task
     task.undumpable()
 
 
@@ -148,5 +148,5 @@ def _import_everything(command: str) -> None:
     """Import all judge-side code before any candidate runs: a candidate that rewrote a harness or report file
     on disk must not get its code imported into this (trusted) process later in the run. The leaderboard (and
     matplotlib under it: a quarter of a second) only for the commands that build one; the others never import it."""
-    from harness.executors import task
+    from ..executors import task
     task.import_judge_code(leaderboard=command in LEADERBOARD_COMMANDS)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sys
 
-from harness import backends, discover
-from harness.cli import options, output
-from harness.discover import UsageError
+from .. import backends, discover
+from . import options, output
+from ..discover import UsageError
 
 
 def add(sub) -> None:
@@ -30,7 +30,7 @@ def add(sub) -> None:
 
 def run(args) -> int:
     """Exit 0 when every judged mutant was caught, 1 when one escaped or the original itself fails."""
-    from harness.mutate import mutants, mutate
+    from ..mutate import mutants, mutate
     if args.device == "cuda" and not backends.cuda_available():
         raise UsageError("--device cuda: no CUDA device on this machine")
     problem = discover.get_problem(args.problem)

@@ -6,14 +6,14 @@ import argparse
 import os
 import sys
 
-from harness import backends, discover
-from harness.discover import UsageError
+from .. import backends, discover
+from ..discover import UsageError
 
 
 def formats_option(p: argparse.ArgumentParser) -> None:
-    """--format and --backend: how a file of the field's other formats is read (harness.formats; README, "Other
+    """--format and --backend: how a file of the field's other formats is read (gauntlet.formats; README, "Other
     formats")."""
-    from harness import formats
+    from .. import formats
     p.add_argument("--format", choices=("auto",) + formats.FORMATS, default="auto",
                    help="the candidate file's format: native (BACKEND + solve), kernelbench (class ModelNew), "
                         "gpumode (custom_kernel(data)); default auto: found from the names the file defines")
@@ -23,7 +23,7 @@ def formats_option(p: argparse.ArgumentParser) -> None:
 
 
 def executor_options(p: argparse.ArgumentParser) -> None:
-    """Where `run` and `eval-many` judge (harness.executors); the results are the same wherever."""
+    """Where `run` and `eval-many` judge (gauntlet.executors); the results are the same wherever."""
     p.add_argument("--gpus", metavar="N|all",
                    help="judge on N GPUs of this host at once (all: every visible one): one judge process per GPU, "
                         "one candidate per GPU at a time; on a CPU, N logical slots (all: GAUNTLET_LOGICAL_GPUS)")
@@ -39,7 +39,7 @@ def executor_options(p: argparse.ArgumentParser) -> None:
 
 
 def executor(args, device: str):
-    from harness import executors
+    from .. import executors
     return executors.make(args.executor, device, args.gpus, args.address, args.overlap or 1)
 
 
@@ -56,7 +56,7 @@ def search_path(args):
     """The search path for commands that take --problems; None (resolved on use) for the others."""
     if not hasattr(args, "problems"):
         return None
-    from harness import searchpath
+    from .. import searchpath
     return searchpath.resolve(problems=args.problems, solutions=args.solutions)
 
 
@@ -113,7 +113,7 @@ def version() -> str:
 
 
 def judge_options(args, device: str):
-    from harness.judge.evaluate import Options
+    from ..judge.evaluate import Options
     # `run` on a CPU is a smoke check (nothing to time, and the interpreter is slow): fewer examples and only the
     # first edge cases (the odd ends), unless examples are asked for. With all ten edges the 29 shipped solutions
     # took about 13 minutes on 2 cores; `eval` and the pytest plugin still judge every edge.
@@ -130,7 +130,7 @@ def check_format(problem, solution, backend) -> None:
     """The user's pairing, refused before anything runs: a KernelBench file on a problem without a KernelBench
     mapping, or --backend for a native file (which declares its own). What is wrong with the file itself is the
     candidate's, a verdict (import_error)."""
-    from harness import formats
+    from .. import formats
     unmatched = formats.problem_support(problem, solution.format)
     if unmatched and not solution.error:
         raise UsageError(f"{solution.path}: {unmatched}")
@@ -161,8 +161,8 @@ RUN_SHAPES = 1
 # - RUN_OVERLAP_MAX: 4, the most that judged every shipped solution right on both cards we have (an 80 GB H100 and
 #   a 141 GB H200). At 6 on the H100 the suite was only about 10% faster, and three honest solutions were ruled
 #   errors (README, "judges per GPU"); their causes are fixed since (the comparison's slabs, the watchdog's timing
-#   allowance: harness.judge.process.watchdog.timing_need), but 6 was not run again.
-# - GIB_PER_JUDGE: each judge sizes its fuzzed cases to its share of the card (harness.judge.values.memory): with
+#   allowance: gauntlet.judge.process.watchdog.timing_need), but 6 was not run again.
+# - GIB_PER_JUDGE: each judge sizes its fuzzed cases to its share of the card (gauntlet.judge.values.memory): with
 #   78 GiB free, bmm's and grouped_gemm_moe's largest drawn cases reach 15 GiB at 4 judges and 10 GiB at 6 (200
 #   Hypothesis draws each). 18 keeps an 80 GB card at 4 and gives a 40 GB card 2 and a 24 GB one 1, so a smaller
 #   card does not shrink the cases further than an H100 does.
@@ -183,9 +183,9 @@ def run_overlap(cores: int, gpus: int, gib_per_gpu: float | None) -> int:
 
 def _host(args, device: str) -> tuple[int, int, float | None]:
     """(cores, GPUs judged on, GiB of the first) for run_overlap: the cores this process may run on, the GPUs
-    `--gpus` names (harness.executors.slots), the card's memory from the driver (no CUDA context started)."""
-    from harness import cards
-    from harness.executors import slots
+    `--gpus` names (gauntlet.executors.slots), the card's memory from the driver (no CUDA context started)."""
+    from .. import cards
+    from ..executors import slots
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     gpus = len(slots.slot_devices(args.gpus or "1", device))
     card = cards.CardMemory.current()
@@ -219,7 +219,7 @@ def device(args) -> str:
     device = args.device or backends.default_device()
     if device == "cuda" and not backends.cuda_available():
         raise UsageError("--device cuda: no CUDA device on this machine")
-    from harness.judge.values import memory
+    from ..judge.values import memory
     memory.judges_per_gpu()          # a malformed GAUNTLET_JUDGES_PER_GPU is a usage error, said before any judging
     check_sandbox(getattr(args, "sandbox", "auto"))
     return device
@@ -228,8 +228,8 @@ def device(args) -> str:
 def check_sandbox(mode: str) -> None:
     """`--sandbox require` where the kernel cannot confine a worker, or on an interpreter whose packages differ
     from their install records, is refused before anything is judged."""
-    from harness.judge.process import environment
-    from harness.judge import sandbox
+    from ..judge.process import environment
+    from ..judge import sandbox
     try:
         sandbox.check_mode(mode)
     except sandbox.Unavailable as exc:
@@ -244,12 +244,12 @@ def check_sandbox(mode: str) -> None:
 
 def evaluate_or_record(evaluate, problem, solution, opts):
     """A harness error on one candidate becomes that candidate's record; the suite goes on."""
-    from harness.executors import task
+    from ..executors import task
     return task.evaluate_or_record(evaluate, problem, solution, opts)
 
 
 def peaks(problem, only=None) -> dict:
     """Measured in this (trusted) process before any candidate runs, or read from the judge's cache of this card's
-    ceilings (harness.judge.timing.peaks.cached_peaks). `only`: the dtypes the user asked for; None: every dtype."""
-    from harness.executors import task
+    ceilings (gauntlet.judge.timing.peaks.cached_peaks). `only`: the dtypes the user asked for; None: every dtype."""
+    from ..executors import task
     return task.measure_peaks_for(problem, only)

@@ -5,7 +5,7 @@ import json
 import sys
 import time
 
-from harness.judge.records import interrupt
+from ..judge.records import interrupt
 
 
 JSON_SAID = [False]     # --json: whether the one object has been printed (never a second, never half of one)
@@ -25,7 +25,7 @@ def interrupted_doc(detail: str) -> dict:
 
 
 def env(device: str) -> dict:
-    from harness.judge.records.results import environment
+    from ..judge.records.results import environment
     return environment(device)
 
 
@@ -81,7 +81,7 @@ def duration(seconds: float) -> str:
 
 
 def print_search_path(sp) -> None:
-    """Where problems and solutions were looked for, and why (harness.searchpath has the rules)."""
+    """Where problems and solutions were looked for, and why (gauntlet.searchpath has the rules)."""
     origins = dict(sp.origins)
     for key in ("problems", "solutions"):
         mine = [str(p) for p in getattr(sp, key)]
@@ -94,7 +94,7 @@ def print_record(record) -> None:
     print(f"{record.problem} / {record.solution} [{record.backend or 'no BACKEND'}] on {record.device}: "
           f"{record.verdict.upper()}")
     if record.adapter:
-        from harness import formats
+        from .. import formats
         print(f"  judged as {formats.LABELS.get(record.format, record.format)}: {record.adapter.get('mapping')}")
         if record.adapter.get("backend_from"):
             print(f"  backend {record.adapter.get('backend') or 'none'} ({record.adapter['backend_from']})")

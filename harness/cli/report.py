@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.cli import output
-from harness.discover import UsageError
+from . import output
+from ..discover import UsageError
 
 
 def add(sub) -> None:
@@ -27,7 +27,7 @@ def add(sub) -> None:
 
 
 def run(args) -> int:
-    from reports.leaderboard import build, markdown_table, read_run
+    from ..reports.leaderboard import build, markdown_table, read_run
     compare = getattr(args, "compare", False)      # `run --report` calls this with results and out_dir only
     if compare and len(args.results) != 2:
         raise UsageError(f"--compare takes exactly two results files, BASE then NEW; got {len(args.results)}")

@@ -6,10 +6,10 @@ import sys
 import time
 from pathlib import Path
 
-from harness import discover
-from harness.cli import options, output, report
-from harness.discover import UsageError
-from harness.judge.records import interrupt, stopped
+from .. import discover
+from . import options, output, report
+from ..discover import UsageError
+from ..judge.records import interrupt, stopped
 
 
 def add(sub) -> None:
@@ -33,9 +33,9 @@ def add(sub) -> None:
 
 
 def run(args) -> int:
-    from harness.executors import task
-    from harness.judge.records.fingerprint import changed_parts, fingerprint
-    from harness.judge.records.results import EvalRecord, ResultsFile, describe_stages, stage_totals
+    from ..executors import task
+    from ..judge.records.fingerprint import changed_parts, fingerprint
+    from ..judge.records.results import EvalRecord, ResultsFile, describe_stages, stage_totals
     device = options.device(args)
     preset = options.run_preset(args, device)
     problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
@@ -57,7 +57,7 @@ def run(args) -> int:
     keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
     settled: set[str] = set()          # resumed or judged in this run, in the results file
     judging: dict[str, float] = {}     # handed to a judge, no record yet: key -> when (monotonic)
-    # For the rate and the time left on each progress line (harness.cli.output.progress): the judgements finished
+    # For the rate and the time left on each progress line (gauntlet.cli.output.progress): the judgements finished
     # (their wall times) and those in flight (`judging`), and how many ran at once.
     clock = {"t0": time.monotonic(), "done": 0, "walls": [], "running": judging, "slots": 1}
     why: dict[int, tuple[str, str]] = {}   # plan index -> (tally entry, what the progress line says at its start)
@@ -114,7 +114,7 @@ def run(args) -> int:
             output.progress(len(settled), len(plan), keys[i], f"{verdict} in {result['wall_s']:.1f}s{on}", clock)
         together = ""
         if device == "cuda":
-            from harness.executors.exclusive import timed_together
+            from ..executors.exclusive import timed_together
             together = f"; candidates timed on one card at once: {len(timed_together(results.doc['records']))}"
         stages = describe_stages(stage_totals(judged_now))
         if stages:
@@ -153,7 +153,7 @@ def _run_report(args) -> None:
     if not args.report:
         return
     if args.json:
-        from reports.leaderboard import build
+        from ..reports.leaderboard import build
         build([args.out], args.report)
     else:
         report.run(argparse.Namespace(results=[args.out], out_dir=args.report))

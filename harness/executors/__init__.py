@@ -5,15 +5,15 @@
   GPU a slot gets: slots.py, the rule the pytest plugin's xdist pinning uses too).
 - ray (`--executor ray [--address ADDR]`): one Ray task per candidate, beyond one host (cluster.py).
 
-All three run the same job in a trusted judge process (task.py: harness.judge.evaluate, which starts the confined
+All three run the same job in a trusted judge process (task.py: gauntlet.judge.evaluate, which starts the confined
 workers as always) and hand back (job, result) pairs as judgements finish; the commands, not the executors, put the
 results in order and write them, so the results file and the lines are the same whichever executor made them.
 They live in a package of their own above the judge (trusted code that no candidate reaches: they use the judge
-through harness.judge.evaluate only), so that the CLI only chooses one, and Ray stays an optional import of one
+through gauntlet.judge.evaluate only), so that the CLI only chooses one, and Ray stays an optional import of one
 module. many.py is eval-many's loop: one judge process judging many candidates of one problem.
 
-May import: harness.judge (evaluate, and records, process, timing for what a judge process sets up),
-harness.mutate (imported ahead with the rest of the trusted code), reports (likewise) and the shared harness
+May import: gauntlet.judge (evaluate, and records, process, timing for what a judge process sets up),
+gauntlet.mutate (imported ahead with the rest of the trusted code), reports (likewise) and the shared harness
 modules; never the CLI.
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ class InlineExecutor:
     gpus = 1
 
     def run(self, jobs: list[dict], on_start=None):
-        from harness.judge.process import standby
-        from harness.executors import task
+        from ..judge.process import standby
+        from . import task
         standby.enable()              # the next candidate's worker starts during this one's judgement
         for i, job in enumerate(jobs):
             if on_start:
@@ -37,16 +37,16 @@ class InlineExecutor:
             yield job, task.judge(job, where={"executor": "inline"})
 
     def close(self) -> None:
-        from harness.judge.process import standby
+        from ..judge.process import standby
         standby.close()
 
 
 def make(kind: str | None, device: str, gpus: str | None = None, address: str | None = None, overlap: int = 1):
     """The executor the options ask for. UsageError (the user's error) for a combination that cannot work.
     `overlap`: judges per GPU (--overlap K): K slots on each GPU, whose correctness phases run side by side while
-    each timing has the card alone (harness.judge.timing.turns)."""
-    from harness.discover import UsageError
-    from harness.executors import slots
+    each timing has the card alone (gauntlet.judge.timing.turns)."""
+    from ..discover import UsageError
+    from . import slots
     if address and kind != "ray":
         raise UsageError("--address is for --executor ray")
     if overlap < 1:
@@ -54,7 +54,7 @@ def make(kind: str | None, device: str, gpus: str | None = None, address: str | 
     if overlap > 1 and kind == "ray":
         raise UsageError("--overlap is for the local executor (a Ray task holds a whole GPU)")
     if kind == "ray":
-        from harness.executors.cluster import RayExecutor
+        from .cluster import RayExecutor
         logical = None
         if gpus is not None:
             if address:
@@ -65,5 +65,5 @@ def make(kind: str | None, device: str, gpus: str | None = None, address: str | 
         return RayExecutor(address=address, num_gpus=logical)
     if gpus is None and overlap == 1:   # --executor local without --gpus: this process, as before
         return InlineExecutor()
-    from harness.executors.local import LocalExecutor
+    from .local import LocalExecutor
     return LocalExecutor(slots.slot_devices(gpus or "1", device), overlap=overlap)

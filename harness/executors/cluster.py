@@ -5,7 +5,7 @@ Ray does the scheduling, the placement and the retries; nothing here queues or s
   task runs, so the judge and the confined workers it starts see only that GPU;
 - runs in a fresh worker process that exits after it (`max_calls=1`): no candidate's state, CUDA context or sticky
   error outlives its task, and the next task starts clean;
-- is the judge: harness.executors.task.judge, exactly as a local slot runs it (the candidate's confined
+- is the judge: gauntlet.executors.task.judge, exactly as a local slot runs it (the candidate's confined
   workers are started by it, as `gauntlet eval` starts them);
 - is retried (`max_retries`) only when its process or node is lost. A candidate that crashes, hangs or faults does
   so in its own confined worker, which the judge survives: that is the candidate's verdict (`crash`, `timeout`),
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 
-from harness.discover import UsageError
+from ..discover import UsageError
 
 MAX_RETRIES = 3          # lost workers or nodes per task; a fourth loss is an `error` record that says so
 POLL_S = 0.5             # ray.wait's timeout, so that SIGINT/SIGTERM reach the driver's Python promptly
@@ -40,7 +40,7 @@ def judge_in_task(job: dict) -> dict:
     """The task's body, in its fresh worker process: the same preparation as the CLI's own process, then the job."""
     import ray
 
-    from harness.executors import task
+    from . import task
     task.prepare_process()
     where = {"executor": "ray", "node": ray.get_runtime_context().get_node_id()}
     return task.judge(job, where=where)
@@ -87,7 +87,7 @@ class RayExecutor:
                 del ref                       # gathered: final; no lineage left to re-run it
 
     def _get(self, ref, job: dict) -> dict:
-        from harness.executors import task
+        from . import task
         try:
             return self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:     # lost beyond its retries, or a harness bug in the task

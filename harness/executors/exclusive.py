@@ -1,8 +1,8 @@
 """What every executor promises, checked from the records alone: no two candidates timed on one card at once.
 
 Each timing entry says which card timed it and when the judge held that card alone (`alone`: {"card", "from", "until"},
-wall-clock seconds; harness.judge.timing.timed). Slots on different GPUs never share a card; judges sharing one
-(`--overlap K`, `pytest -n 8`) take turns (harness.judge.timing.turns). This reads the proof back from what was written:
+wall-clock seconds; gauntlet.judge.timing.timed). Slots on different GPUs never share a card; judges sharing one
+(`--overlap K`, `pytest -n 8`) take turns (gauntlet.judge.timing.turns). This reads the proof back from what was written:
 any two spans of different records on the same card that intersect. Times come from each judge's own clock, so the check
 is exact on one host (one clock) and only as good as the hosts' clock agreement across a cluster, where a card belongs
 to one host anyway.

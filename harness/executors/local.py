@@ -17,13 +17,12 @@ import json
 import os
 import selectors
 import signal
-import site
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from harness.executors import task
+from . import task
 
 
 class Slot:
@@ -35,13 +34,10 @@ class Slot:
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=device, GAUNTLET_SLOT=str(index))
         if share > 1:      # K judges on one card: each sizes its cases to its share of the memory (judge.memory)
             env["GAUNTLET_JUDGES_PER_GPU"] = str(max(share, _judges_per_gpu()))
-        root = package_parent()
-        if not _on_site_path(root):
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH", "")]))
         # -P (3.11+): the cwd is not put ahead of the packages. Own session: a Ctrl-C at the terminal reaches the
-        # driver only, which stops every slot itself (harness.judge.records.interrupt).
+        # driver only, which stops every slot itself (gauntlet.judge.records.interrupt).
         flags = ["-P"] if sys.version_info >= (3, 11) else []
-        self.proc = subprocess.Popen([sys.executable, *flags, "-m", "harness.executors.slot"], env=env,
+        self.proc = subprocess.Popen([sys.executable, *flags, "-m", "gauntlet.executors.slot"], env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                      start_new_session=True)
 
@@ -66,33 +62,19 @@ class Slot:
 
 
 def _judges_per_gpu() -> int:
-    """The user's GAUNTLET_JUDGES_PER_GPU (harness.gpu's parser); 1 where it is malformed, which --overlap's own
+    """The user's GAUNTLET_JUDGES_PER_GPU (gauntlet.gpu's parser); 1 where it is malformed, which --overlap's own
     count then replaces."""
-    from harness import gpu
+    from .. import gpu
     try:
         return gpu.judges_per_gpu()
     except ValueError:
         return 1
 
 
-def package_parent() -> str:
-    """The folder that holds the `harness` package this process runs (a checkout's root, or site-packages): a slot
-    started with -P finds the package there and nowhere else. Asked of the package itself, not counted up from this
-    file: the move of issue 21 put this file one folder deeper, and a count of parents kept from before it pointed
-    above the checkout, so on a runner without Gauntlet installed every slot died at import (an H100 run showed it)."""
-    import harness
-    return str(Path(harness.__file__).resolve().parents[1])
-
-
-def _on_site_path(folder: str) -> bool:
-    sites = site.getsitepackages() + [site.getusersitepackages()]
-    return any(Path(s).resolve() == Path(folder) for s in sites if s)
-
-
 class LocalExecutor:
-    """`devices`: each GPU's CUDA_VISIBLE_DEVICES (harness.executors.slots.slot_devices). `overlap`: slots
+    """`devices`: each GPU's CUDA_VISIBLE_DEVICES (gauntlet.executors.slots.slot_devices). `overlap`: slots
     per GPU. With more than one, a GPU's slots judge side by side: their correctness phases overlap, and their
-    timings take turns, each with the card alone (harness.judge.timing.turns), so a figure is never shared."""
+    timings take turns, each with the card alone (gauntlet.judge.timing.turns), so a figure is never shared."""
 
     kind = "local"
 

@@ -1,7 +1,7 @@
 """Many candidates of one problem in one trusted judge process (`gauntlet eval-many`), for searches that judge
 AI-generated kernels by the thousand.
 
-Each candidate is judged exactly as `gauntlet eval` judges it (harness.judge.evaluate: a fresh confined worker of
+Each candidate is judged exactly as `gauntlet eval` judges it (gauntlet.judge.evaluate: a fresh confined worker of
 its own, a fresh baseline worker, the same checks, the same timing), one after another, so no candidate's process,
 CUDA context or sticky error ever meets another's. What is shared is only what no candidate can touch: this
 process (its interpreter start-up and imports, several seconds per `gauntlet eval`), the verified interpreter and
@@ -14,7 +14,7 @@ is a path. Inline sources are written into a private folder of this process (mod
 Output: one JSON line per candidate as it finishes (the eval record, plus `index`, `id`, `source`, and the schema
 `gauntlet.many/1`), then one summary line ({"summary": ...}: counts by verdict, candidates per hour). With an
 output file, the lines are appended to it too, and a candidate already judged there with the same fingerprint
-(its source's hash, the problem, the harness, the interpreter and the options: harness.judge.records.fingerprint) is not
+(its source's hash, the problem, the harness, the interpreter and the options: gauntlet.judge.records.fingerprint) is not
 judged again: its old line is repeated, marked `resumed`, so a stopped search picks up where it was.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.discover import UsageError
+from ..discover import UsageError
 
 SCHEMA = "gauntlet.many/1"
 
@@ -129,8 +129,8 @@ class Lines:
                     self.previous[_key(doc["fingerprint"])] = doc
 
     def write(self, doc: dict) -> None:
-        """Whole lines only: a stop (harness.judge.records.interrupt) waits until the line is out on both sides."""
-        from harness.judge.records import interrupt
+        """Whole lines only: a stop (gauntlet.judge.records.interrupt) waits until the line is out on both sides."""
+        from ..judge.records import interrupt
         with interrupt.held():
             self._write(json.dumps(doc, default=str) + "\n")
 
@@ -158,7 +158,7 @@ class Run:
         self.counts: dict[str, int] = {}
         self.tally = {"judged": 0, "resumed": 0}
         self.timed: list = []             # the judged lines' timing entries (their `alone` spans), for the summary
-        self.stages: dict = {}            # seconds per stage over the judged lines (harness.judge.records.results)
+        self.stages: dict = {}            # seconds per stage over the judged lines (gauntlet.judge.records.results)
         self.t0 = time.monotonic()
 
     def summary(self, stopped: str | None = None) -> dict:
@@ -172,7 +172,7 @@ class Run:
                "device": self.device, "per_hour" + ("_per_gpu" if self.device == "cuda" else ""):
                    round(rate, 1) if rate else None, "gpus": self.gpus, "executor": self.executor}
         if self.device == "cuda":
-            from harness.executors.exclusive import timed_together
+            from .exclusive import timed_together
             # Read back from the lines themselves: pairs of candidates timed on one card at once (0: none).
             out["timed_together"] = len(timed_together(self.timed))
         out["stages_s"] = dict(self.stages)     # where this run's judging time went (its records' stages_s)
@@ -184,17 +184,17 @@ class Run:
 
 def judge_all(problem, candidates: list[Candidate], opts, lines: Lines, executor, run: Run, progress=None,
               ship_source: bool = False, fmt: str | None = None, backend: str | None = None) -> None:
-    """Judge every candidate on `executor` (harness.executors: inline, one per GPU, or Ray) and write the
+    """Judge every candidate on `executor` (gauntlet.executors: inline, one per GPU, or Ray) and write the
     lines in the candidates' order, whatever order the judgements finish in: a line waits only for those before
     it, so the output (and the --out file) is the same for one GPU or eight. `run` keeps the tally;
     `progress(i, n, text)` is told about each candidate as soon as it is judged. A stop (Interrupted) still writes
     every line already judged, out of turn, before it goes on up: nothing judged is lost, and each line carries its
     index. `ship_source`: jobs carry the candidate's text (for judges on other hosts). `fmt` and `backend`: --format
-    and --backend (harness.formats); each file's format is otherwise found from its own names, so a batch may mix
+    and --backend (gauntlet.formats); each file's format is otherwise found from its own names, so a batch may mix
     native, KernelBench and GPU MODE files."""
-    from harness import discover
-    from harness.executors import task
-    from harness.judge.records.fingerprint import fingerprint
+    from .. import discover
+    from . import task
+    from ..judge.records.fingerprint import fingerprint
     total = len(candidates)
     ready: dict[int, dict] = {}           # judged (or known without judging), not yet written
     copies: dict[int, list[int]] = {}     # a judged candidate -> the later ones with the same fingerprint
@@ -246,7 +246,7 @@ def _done(run: Run, progress, total: int, ready: dict, doc: dict) -> None:
     """A candidate's line is known: count it, say so, and hold it until the lines before it are out."""
     run.tally["resumed" if doc["resumed"] else "judged"] += 1
     if not doc["resumed"]:
-        from harness.judge.records.results import stage_totals
+        from ..judge.records.results import stage_totals
         for key, spent in stage_totals([doc]).items():     # totals only: a search judges thousands
             run.stages[key] = round(run.stages.get(key, 0.0) + spent, 3)
     if not doc["resumed"] and doc.get("timings"):       # only what the overlap check reads: a search keeps thousands

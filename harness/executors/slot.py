@@ -1,12 +1,12 @@
-"""A judge slot: `python -m harness.executors.slot`, started by harness.executors.local with
+"""A judge slot: `python -m gauntlet.executors.slot`, started by gauntlet.executors.local with
 CUDA_VISIBLE_DEVICES naming its one GPU (set before this process starts, so before anything here starts CUDA).
 
-It reads jobs (harness.executors.task), one JSON line each, on standard input, judges each in this process (which starts
+It reads jobs (gauntlet.executors.task), one JSON line each, on standard input, judges each in this process (which starts
 the candidate's confined workers as `gauntlet eval` does; they inherit this environment, so they see only this slot's
 GPU), and writes one result line per job on what was its standard output. Anything else that would be printed goes to
 standard error (the driver's), so the result channel carries results only. A line {"prestart": JOB} names the job this
 slot will get next (the driver writes it just before the current job): that candidate's worker is started, gated, so its
-start-up overlaps the current judgement (harness.judge.process.standby).
+start-up overlaps the current judgement (gauntlet.judge.process.standby).
 """
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ def main() -> int:
     os.dup2(2, 1)                     # stray prints (a library's warning) go to stderr, not into the results
     sys.stdout = sys.stderr
     _die_with_parent()
-    # The judge's bytecode cache, as the `gauntlet` process uses it (harness.judge.process.bytecode), before torch
+    # The judge's bytecode cache, as the `gauntlet` process uses it (gauntlet.judge.process.bytecode), before torch
     # is imported: where the installed packages have no __pycache__, a slot compiled torch from source at every
     # start (7 s of the 10 s before an H100 run's first judgement began, with the cache warm).
-    from harness.judge.process import bytecode
+    from ..judge.process import bytecode
     bytecode.use_in_this_process()
-    from harness.judge.process import standby
-    from harness.executors import task
+    from ..judge.process import standby
+    from . import task
     task.prepare_process()
     standby.enable()
     slot = int(os.environ.get("GAUNTLET_SLOT", "0"))
@@ -47,7 +47,7 @@ def main() -> int:
 
 def _die_with_parent() -> None:
     """A driver killed outright (SIGKILL) takes its slots with it; each slot's workers die with the slot
-    (harness.judge.sandbox.limits sets the same on them)."""
+    (gauntlet.judge.sandbox.limits sets the same on them)."""
     try:
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)     # PR_SET_PDEATHSIG

@@ -1,10 +1,10 @@
-"""Which GPU a judging slot gets: the one rule shared by `gauntlet run/eval-many --gpus` (harness.executors.
-local) and the pytest plugin's xdist pinning (harness.plugin.pin_xdist_worker).
+"""Which GPU a judging slot gets: the one rule shared by `gauntlet run/eval-many --gpus` (gauntlet.executors.
+local) and the pytest plugin's xdist pinning (gauntlet.plugin.pin_xdist_worker).
 
 A slot is one judge process that judges one candidate at a time; slot i is given one device of those this process
 may see (CUDA_VISIBLE_DEVICES when it is set, else all of them), round-robin, and sees only that one: its
 CUDA_VISIBLE_DEVICES names it before anything in the slot starts CUDA, and the confined workers the slot starts
-inherit it (harness.judge.process.isolate copies the judge's environment). Nothing here imports torch or starts CUDA.
+inherit it (gauntlet.judge.process.isolate copies the judge's environment). Nothing here imports torch or starts CUDA.
 
 On a machine without a GPU, slots are logical: `--gpus N` gives N slots named "0" .. "N-1" (the CPU judges them;
 CUDA_VISIBLE_DEVICES is set all the same, so a test sees what a GPU host would), and `--gpus all` needs
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from harness.discover import UsageError
+from ..discover import UsageError
 
 LOGICAL_ENV = "GAUNTLET_LOGICAL_GPUS"
 

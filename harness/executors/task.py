@@ -2,7 +2,7 @@
 
 Every executor runs this same function, `judge(job)`, in a trusted judge process: the CLI's own process
 (inline), a slot process pinned to one GPU (local), or a Ray task's fresh worker process (cluster). So a candidate
-is judged the same way wherever it lands: harness.judge.evaluate in that process, which starts the confined
+is judged the same way wherever it lands: gauntlet.judge.evaluate in that process, which starts the confined
 workers exactly as `gauntlet eval` does. Jobs and results are JSON-able dicts, not pickles: they cross process
 and host boundaries, and a results line is what the driver writes anyway.
 
@@ -36,8 +36,8 @@ def make_job(index: int, problem, solution, opts, *, ship_source: bool = False, 
              fmt: str | None = None, backend: str | None = None) -> dict:
     """The job for judging `solution` (a discover.SolutionInfo) of `problem` under `opts`, with the search path
     in force here. `ship_source`: carry the file's text (a judge on another host cannot read this one's files).
-    `fmt`, `backend`: the user's --format and --backend (harness.formats), applied where the job is judged."""
-    from harness import discover
+    `fmt`, `backend`: the user's --format and --backend (gauntlet.formats), applied where the job is judged."""
+    from .. import discover
     job = {"index": index, "problem": problem.id, "path": str(solution.path), "options": options_to_json(opts),
            "search": search_to_json(discover.search_path()), "format": fmt, "backend": backend}
     if ship_source:
@@ -54,7 +54,7 @@ def options_to_json(opts) -> dict:
 
 
 def options_from_json(doc: dict):
-    from harness.judge.evaluate import Options
+    from ..judge.evaluate import Options
     doc = dict(doc)
     if doc.get("dtypes") is not None:
         doc["dtypes"] = tuple(doc["dtypes"])
@@ -68,7 +68,7 @@ def search_to_json(sp) -> dict:
 
 
 def search_from_json(doc: dict):
-    from harness.searchpath import SearchPath
+    from ..searchpath import SearchPath
     return SearchPath(problems=tuple(Path(p) for p in doc["problems"]),
                       solutions=tuple(Path(p) for p in doc["solutions"]), project=Path(doc["project"]),
                       shipped=doc["shipped"], config=Path(doc["config"]) if doc.get("config") else None,
@@ -95,19 +95,17 @@ def undumpable() -> None:
 
 
 def import_judge_code(leaderboard: bool = True) -> None:
-    """Every judge-side module, imported before any candidate runs (harness.cli.main._import_everything says why);
-    `leaderboard`: reports.leaderboard too, for a process that builds one after its judgements."""
+    """Every judge-side module, imported before any candidate runs (gauntlet.cli.main._import_everything says why);
+    `leaderboard`: gauntlet.reports.leaderboard too, for a process that builds one after its judgements."""
     import importlib
     import pkgutil
 
-    import harness.executors
-    import harness.judge
-    import harness.mutate
-    for pkg in (harness.judge, harness.executors, harness.mutate):
+    from .. import executors, judge, mutate
+    for pkg in (judge, executors, mutate):
         for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
             importlib.import_module(info.name)
     if leaderboard:
-        import reports.leaderboard  # noqa: F401
+        from ..reports import leaderboard  # noqa: F401
 
 
 def judge(job: dict, where: dict | None = None) -> dict:
@@ -119,7 +117,7 @@ def judge(job: dict, where: dict | None = None) -> dict:
     folder = None
     t0 = time.monotonic()
     try:
-        from harness import discover
+        from .. import discover
         previous = discover.use(search_from_json(job["search"]))
         try:
             problem = discover.get_problem(job["problem"])
@@ -144,7 +142,7 @@ def judge(job: dict, where: dict | None = None) -> dict:
             else:
                 if opts.device == "cuda" and opts.timing:
                     opts.peaks = peaks = measure_peaks_for(problem, opts.dtypes)
-                from harness.judge.evaluate import evaluate
+                from ..judge.evaluate import evaluate
                 record = evaluate_or_record(evaluate, problem, solution, opts).to_json()
         finally:
             discover.use(previous)
@@ -173,10 +171,10 @@ def release_gpu() -> None:
 
 
 def prestart(job: dict) -> None:
-    """Start the worker of the job this process judges next, gated (harness.judge.process.standby), so that its start-up
+    """Start the worker of the job this process judges next, gated (gauntlet.judge.process.standby), so that its start-up
     overlaps the current judgement. Anything that goes wrong here is left for the job's own judgement to meet."""
-    from harness import discover
-    from harness.judge.process import standby
+    from .. import discover
+    from ..judge.process import standby
     if job.get("source") is not None or not standby.enabled():
         return                        # a shipped source is written out only when its turn comes
     try:
@@ -195,7 +193,7 @@ def prestart(job: dict) -> None:
 def _mismatch(expect: dict | None, problem, solution, opts) -> str | None:
     if not expect:
         return None
-    from harness.judge.records.fingerprint import fingerprint
+    from ..judge.records.fingerprint import fingerprint
     mine = fingerprint(problem, solution, opts)
     wrong = [part for part in CHECKED_PARTS if expect.get(part) != mine.get(part)]
     return " and ".join(wrong) if wrong else None
@@ -203,8 +201,8 @@ def _mismatch(expect: dict | None, problem, solution, opts) -> str | None:
 
 def evaluate_or_record(evaluate, problem, solution, opts):
     """A harness error on one candidate becomes that candidate's record; the suite goes on."""
-    from harness.judge.records.results import EvalRecord
-    from harness.reasons import Reason
+    from ..judge.records.results import EvalRecord
+    from ..reasons import Reason
     try:
         return evaluate(problem, solution, opts)
     except Exception:  # noqa: BLE001
@@ -219,8 +217,8 @@ def evaluate_or_record(evaluate, problem, solution, opts):
 def harness_error(job: dict, device: str, detail: str, code: str = "crash") -> dict:
     """A job's record when it could not be judged (the judge itself failed, or the file is gone): verdict
     `error`, a reason whose detail says whose failure it was."""
-    from harness.judge.records.results import EvalRecord
-    from harness.reasons import Reason
+    from ..judge.records.results import EvalRecord
+    from ..reasons import Reason
     record = EvalRecord(problem=job["problem"], solution=Path(job["path"]).stem, path=job["path"], backend=None,
                         device=device, verdict="error")
     record.reasons.append(Reason(code, detail).to_json())
@@ -230,12 +228,12 @@ def harness_error(job: dict, device: str, detail: str, code: str = "crash") -> d
 def measure_peaks_for(problem, only=None) -> dict:
     """The device's ceilings for the dtypes judged (`only`; None: every dtype of the problem), measured in this
     trusted process before its candidate runs, or read from the judge's cache of this card's ceilings
-    (harness.judge.timing.peaks.cached_peaks); once per process and problem."""
+    (gauntlet.judge.timing.peaks.cached_peaks); once per process and problem."""
     key = (problem.id, tuple(sorted(only)) if only else None)
     if key not in _PEAKS:
         import torch
 
-        from harness.judge.timing.peaks import cached_peaks
+        from ..judge.timing.peaks import cached_peaks
         dtypes = {name: (spec.torch_dtype(), spec.tf32) for name, spec in problem.dtypes.items()
                   if not only or name in only}
         _PEAKS[key] = cached_peaks(torch.device("cuda"), dtypes)

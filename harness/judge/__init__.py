@@ -1,5 +1,5 @@
 """The trusted side: runs in the parent process only, never beside candidate code. Nothing here is imported by
-`harness.child`, and nothing here trusts what a child says without checking it (tests/test_layout.py holds both).
+`gauntlet.child`, and nothing here trusts what a child says without checking it (tests/test_layout.py holds both).
 
 One folder per concern, layered (tests/test_layout.py holds the order; each folder's docstring says what it may
 import):

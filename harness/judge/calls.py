@@ -1,6 +1,6 @@
 """One correctness call, judged: the request to the candidate's worker, the judge's own inputs and oracle, and
 every check of the reply (stale answers, guards, kernels, structure, values). `Judge` holds one candidate's state on
-the trusted side; `CaseFailed` and `Abort` are how a call's verdict reaches the fuzz loop (harness.judge.correctness).
+the trusted side; `CaseFailed` and `Abort` are how a call's verdict reaches the fuzz loop (gauntlet.judge.correctness).
 """
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness import gpu, protocol
-from harness.inputs import make_inputs
-from harness.judge.process import kernels, replies
-from harness.judge.process.isolate import Child, ChildFailed
-from harness.judge.timing import turns
-from harness.judge.values import check, conventions
-from harness.judge.values.oracle import expected_for
-from harness.problem import DtypeSpec, Problem
-from harness.protocol import digest
-from harness.reasons import Reason
+from .. import gpu, protocol
+from ..inputs import make_inputs
+from .process import kernels, replies
+from .process.isolate import Child, ChildFailed
+from .timing import turns
+from .values import check, conventions
+from .values.oracle import expected_for
+from ..problem import DtypeSpec, Problem
+from ..protocol import digest
+from ..reasons import Reason
 
 
 class CaseFailed(AssertionError):
@@ -45,7 +45,7 @@ class Judge:
     timeout: float = 180.0
     # (case key, expectation) of the current case's earlier calls, to recognise an answer that belongs to one of
     # them. Only the current case's: an expectation holds two float64 outputs, and those of earlier cases (other
-    # keys, never compared) would only fill the GPU (harness.judge.values.memory budgets calls_per_case of them).
+    # keys, never compared) would only fill the GPU (gauntlet.judge.values.memory budgets calls_per_case of them).
     history: collections.deque = field(init=False)     # sized from the problem in __post_init__
     calls: int = 0
     kernels: dict = field(default_factory=dict)
@@ -62,17 +62,17 @@ class Judge:
 
     def __post_init__(self):
         # The case's earlier calls, and no more: a new case may draw the same shape, and its expectations must not
-        # pile up past the calls_per_case that harness.judge.values.memory budgets.
+        # pile up past the calls_per_case that gauntlet.judge.values.memory budgets.
         self.history = collections.deque(maxlen=max(1, self.problem.calls_per_case - 1))
 
     def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
-        """A correctness call shares the card with other judges' (harness.judge.timing.turns), never with a timed shape.
-        Each judge sizes its cases to its share of the card's memory (harness.judge.values.memory), but the shares are
+        """A correctness call shares the card with other judges' (gauntlet.judge.timing.turns), never with a timed shape.
+        Each judge sizes its cases to its share of the card's memory (gauntlet.judge.values.memory), but the shares are
         estimates read at different moments: a call that runs out of GPU memory (in the judge or in the worker)
         while other judges are on the card may have been pushed out by them, and a verdict caused by another judge
         must not stand. So it is made again once with the card to this judge alone (no other judge's call running
         beside it), a second later: a worker that took more than its share of the card is stopped by its judge's
-        watchdog meanwhile (harness.judge.process.watchdog), and its memory is free again. Running out again is the
+        watchdog meanwhile (gauntlet.judge.process.watchdog), and its memory is free again. Running out again is the
         candidate's crash, as it is for a judge alone on the card."""
         try:
             with turns.sharing(self.device):
@@ -84,7 +84,7 @@ class Judge:
             if self.device == "cuda" and gpu.judges_per_gpu() > 1:
                 # Sharing the card: between two calls hold only what the case still needs (its expectations), not
                 # the allocator's reserve. Another judge may time a shape next, with benchmark inputs sized to no
-                # share, and a reserve is memory its workers cannot have (harness.judge.timing.timed._time_shape).
+                # share, and a reserve is memory its workers cannot have (gauntlet.judge.timing.timed._time_shape).
                 torch.cuda.empty_cache()
         self.release()
         time.sleep(1.0)        # a worker beside it past its share of the card is stopped within a poll meanwhile
@@ -105,7 +105,7 @@ class Judge:
         if any(k != key for k, _ in self.history):
             # A new case: free the last one's expectations before building any, and hand the cached blocks back:
             # sizes change from case to case, so the caching allocator's reserve would otherwise grow past this
-            # judge's share (harness.judge.values.memory), and the candidate's worker on the same GPU would run out
+            # judge's share (gauntlet.judge.values.memory), and the candidate's worker on the same GPU would run out
             # of memory building its inputs (seen on an H100, 4 judges).
             self.release()
         phases = self.phases.setdefault(spec.name, {"expect": 0.0, "request": 0.0, "check": 0.0, "output_gib": 0.0})

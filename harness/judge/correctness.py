@@ -1,6 +1,6 @@
 """One dtype's correctness: the failing cases kept from earlier runs first, then the domain's edge cases, then
-Hypothesis' cases (shrunk on a failure), each case a few calls judged by harness.judge.calls. `opts` is the
-judgement's harness.judge.evaluate.Options.
+Hypothesis' cases (shrunk on a failure), each case a few calls judged by gauntlet.judge.calls. `opts` is the
+judgement's gauntlet.judge.evaluate.Options.
 """
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from harness.judge.calls import Abort, CaseFailed, Judge
-from harness.judge.records.results import EvalRecord
-from harness.judge.values import failures, fuzz, memory
-from harness.problem import DtypeSpec
-from harness.reasons import Reason
+from .calls import Abort, CaseFailed, Judge
+from .records.results import EvalRecord
+from .values import failures, fuzz, memory
+from ..problem import DtypeSpec
+from ..reasons import Reason
 
 
 def fuzz_dtype(judge: Judge, spec: DtypeSpec, opts, record: EvalRecord) -> list[Reason]:
@@ -38,7 +38,7 @@ def fuzz_dtype(judge: Judge, spec: DtypeSpec, opts, record: EvalRecord) -> list[
     def _run_case(shape, case_seed):
         current.update(shape=shape, seed=case_seed)
         # The memory model's figure for the largest case, beside what the judge really used (below): a check
-        # of harness.judge.values.memory on every run.
+        # of gauntlet.judge.values.memory on every run.
         est = memory.case_bytes(problem, shape, itemsize, calls) / 2**30
         counts["largest_case_gib"] = round(max(counts.get("largest_case_gib", 0.0), est), 2)
         try:
@@ -97,7 +97,7 @@ def fuzz_dtype(judge: Judge, spec: DtypeSpec, opts, record: EvalRecord) -> list[
 
 
 def _fits(problem, spec: DtypeSpec, opts):
-    """The device's memory as a bound on the cases (harness.judge.values.memory), read when the dtype's judgement
+    """The device's memory as a bound on the cases (gauntlet.judge.values.memory), read when the dtype's judgement
     starts."""
     return memory.fits_predicate(problem, spec.torch_dtype().itemsize, memory.device_budget(opts.device))
 

@@ -10,19 +10,19 @@ import time
 from dataclasses import dataclass, field
 
 
-from harness import backends, formats
-from harness.discover import SolutionInfo
-from harness.judge.calls import Judge
-from harness.judge.correctness import fuzz_dtype
-from harness.judge.process import audit, bytecode, environment, standby
-from harness.judge.process.isolate import Child, ChildFailed, close_all
-from harness.judge.process.watchdog import TimeBudget
-from harness.judge.records import fingerprint
-from harness.judge.records.results import EvalRecord
-from harness.judge.records.stages import Stages
-from harness.judge.timing import scoring, timed, turns
-from harness.problem import Problem
-from harness.reasons import Reason, verdict_of
+from .. import backends, formats
+from ..discover import SolutionInfo
+from .calls import Judge
+from .correctness import fuzz_dtype
+from .process import audit, bytecode, environment, standby
+from .process.isolate import Child, ChildFailed, close_all
+from .process.watchdog import TimeBudget
+from .records import fingerprint
+from .records.results import EvalRecord
+from .records.stages import Stages
+from .timing import scoring, timed, turns
+from ..problem import Problem
+from ..reasons import Reason, verdict_of
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Options:
     sandbox: str = "auto"                # OS confinement of the workers: require | auto | off (judge/sandbox)
     time_limit_s: float | None = 3600.0  # total time the candidate's workers may take answering, per judgement
     peaks: dict = field(default_factory=dict)   # measured ceilings on this device (timing.measure_peaks)
-    # Where failing cases are kept and replayed from first (harness.judge.values.failures); None: the project's
+    # Where failing cases are kept and replayed from first (gauntlet.judge.values.failures); None: the project's
     # .gauntlet/failures. `gauntlet mutate` points it at a temporary folder: its mutants' cases name files about to go.
     failures_dir: str | None = None
 
@@ -116,12 +116,12 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
     # The baseline worker starts first: it measures the idle GPU's flush time before any candidate code exists. The
     # candidate's worker is spawned beside it, gated: its harness start-up (imports: most of a worker's start) overlaps
     # the baseline's, and it touches the GPU and imports the candidate only once the baseline worker has said hello
-    # (harness.judge.process.isolate, deferred start). Where this card's idle flush time is known from an earlier
-    # judgement (harness.judge.timing.peaks.cached_quiet), the candidate is not held back: both workers are let go
+    # (gauntlet.judge.process.isolate, deferred start). Where this card's idle flush time is known from an earlier
+    # judgement (gauntlet.judge.timing.peaks.cached_quiet), the candidate is not held back: both workers are let go
     # together, their GPU start-up inside one shared turn (_start_judge), and the known idle time stands in for the one
     # the baseline worker measures then, beside the candidate (timed.ensure_baseline). Many judgements in one process
     # (eval-many, run): the baseline worker may be the last judgement's, and this candidate's worker may have been
-    # started, gated, during it (harness.judge.process.standby).
+    # started, gated, during it (gauntlet.judge.process.standby).
     stages = Stages(record)
     base = None
     if timing:
@@ -201,7 +201,7 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
     except ChildFailed as exc:
         if retry and child is not None and turns.crowded_out(exc.reason, opts.device):
             # Its CUDA start-up ran out of memory beside other judges: started again, once, a second later (a
-            # worker beside it past its share of the card is stopped meanwhile: harness.judge.process.watchdog).
+            # worker beside it past its share of the card is stopped meanwhile: gauntlet.judge.process.watchdog).
             close_all([child])
             time.sleep(1.0)
             again = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox,

@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.discover import SolutionInfo, UsageError, read_solution
-from harness.judge.evaluate import Options, evaluate
-from harness.mutate import mutants
-from harness.problem import Problem
+from ..discover import SolutionInfo, UsageError, read_solution
+from ..judge.evaluate import Options, evaluate
+from . import mutants
+from ..problem import Problem
 
 SCHEMA = "gauntlet.mutate/1"
 

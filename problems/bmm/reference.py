@@ -5,7 +5,7 @@ and in the input dtype to learn how wrong torch itself is at that precision.
 """
 import torch
 
-from harness.inputs import exact_matmul_operands
+from gauntlet.inputs import exact_matmul_operands
 
 
 def make_inputs(shape, dtype, seed, device):
@@ -26,7 +26,7 @@ def make_inputs(shape, dtype, seed, device):
 
 
 def make_exact_inputs(shape, dtype, seed, device):
-    """float32's exact-arithmetic cases (harness.inputs; as problems/gemm): every product and partial sum of each
+    """float32's exact-arithmetic cases (gauntlet.inputs; as problems/gemm): every product and partial sum of each
     batch's A @ B is exactly representable in fp32, so the judge asks for the exact answer."""
     g = torch.Generator(device=device).manual_seed(seed)
     a, b = exact_matmul_operands((shape["B"],), shape["M"], shape["N"], shape["K"], g, device)

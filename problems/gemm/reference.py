@@ -5,7 +5,7 @@ input dtype to learn how wrong torch itself is at that precision.
 """
 import torch
 
-from harness.inputs import exact_matmul_operands
+from gauntlet.inputs import exact_matmul_operands
 
 
 def make_inputs(shape, dtype, seed, device):
@@ -23,7 +23,7 @@ def make_inputs(shape, dtype, seed, device):
 
 
 def make_exact_inputs(shape, dtype, seed, device):
-    """float32's exact-arithmetic cases (harness.inputs picks a quarter of float32 calls): every product and every
+    """float32's exact-arithmetic cases (gauntlet.inputs picks a quarter of float32 calls): every product and every
     partial sum of A @ B is exactly representable in fp32, so any order of true fp32 arithmetic gives the exact
     answer and the judge asks for it; bf16x3, TF32 and fp16 operands miss it."""
     g = torch.Generator(device=device).manual_seed(seed)

@@ -7,7 +7,7 @@ contiguous (M, N) tensor.
 """
 import torch
 
-from harness.inputs import exact_matmul_operands
+from gauntlet.inputs import exact_matmul_operands
 
 LAYOUTS = ("NT", "TN", "NN")
 
@@ -33,7 +33,7 @@ def make_inputs(shape, dtype, seed, device):
 
 
 def make_exact_inputs(shape, dtype, seed, device):
-    """float32's exact-arithmetic cases (harness.inputs; as problems/gemm), in the case's layout."""
+    """float32's exact-arithmetic cases (gauntlet.inputs; as problems/gemm), in the case's layout."""
     M, N, K, layout = shape["M"], shape["N"], shape["K"], shape["layout"]
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")

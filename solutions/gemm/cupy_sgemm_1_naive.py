@@ -32,7 +32,7 @@ judgement, 4096^3 / 8192^3, `gauntlet eval ... --dtype float32 --examples 4 --ma
 the fuzzed domain, odd and aligned shapes): 0.0097x at 4096^3 (0.5 TFLOP/s), the
 only shape timed: its first judgement stopped there, and the second (after the fix below) used --max-shapes 1.
 Its first judgement was called tampering: the 270 ms call ended 24 us past the events' window
-on the profiler's clock, the two clocks' rates differing (harness.judge.timing.window now allows that).
+on the profiler's clock, the two clocks' rates differing (gauntlet.judge.timing.window now allows that).
 """
 import numpy as np
 import torch

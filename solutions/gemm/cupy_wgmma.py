@@ -39,7 +39,7 @@ each against cuBLAS (torch.matmul) in the same process, 4096^3 / 8192^3 / 16384x
 128x14336x4096 / 128x4096x14336:
 - CUDA events around 20 back-to-back calls (warm L2, no hold): 0.857 / 0.830 / 0.882 / 0.853 / 0.916 / 0.934 and,
   in a second run, 0.867 / 0.912 / 0.841 / 0.780 / 0.938 / 0.819 (672-722 TFLOP/s at 4096^3 and 8192^3);
-- Gauntlet's own timing loop (harness.child.timing.Bench: flush, hold, profiler) in one plain process, outputs not
+- Gauntlet's own timing loop (gauntlet.child.timing.Bench: flush, hold, profiler) in one plain process, outputs not
   kept: 0.885 at 4096^3 and 0.961 at 128x14336x4096 (0.877 and 0.954 without the profiler);
 - `gauntlet eval` first read 0.302 / 0.742 / 0.537 / 0.534 / 0.175 / 0.106, every timed call "starved before" its
   kernel. The cause was the harness's, not this kernel's (nor the kept outputs, which a bisection cleared): the
@@ -47,7 +47,7 @@ each against cuBLAS (torch.matmul) in the same process, 4096^3 / 8192^3 / 16384x
   median, 2.5 ms or more in one call of ten), and that launch was the hold's, so the hold could run out before the
   call was launched and the GPU then waited for the whole launch. It hit calls of either side, in stretches of
   seconds; CuPy's slower launch (0.2-0.3 ms) showed it most. The harness now launches and waits for a prime
-  kernel before the hold (harness.gpu.prime);
+  kernel before the hold (gauntlet.gpu.prime);
 - `gauntlet eval` since (same day, H100, `--dtype bfloat16 --seed 41`, the defaults): **0.884 / 0.936 / 0.847 /
   0.881 / 0.957 / 1.025** (geomean 0.920x), intervals within +-1%, no timed call starved.
 Against the issue's target (>= 0.85x cuBLAS): met, geomean 0.920x; 16384x7168x2048 (0.847) is the one shape under.

@@ -50,7 +50,7 @@ Notes (floor, prediction, measurement, what was tried)
   thing to try.
 * What moved it, in eval: the decode shape 128 x 4096 x 14336 from 0.81-0.84 to 0.97 with 64-wide tiles (64 CTAs
   instead of 32); 16384 x 7168 x 2048 from 0.83-0.86 to 0.92-0.94 by walking tiles along N when M > N; the kernel
-  name (the judge first refused ``WsGemm`` as cuBLAS's sgemm_ pattern: harness.judge.process.kernels).
+  name (the judge first refused ``WsGemm`` as cuBLAS's sgemm_ pattern: gauntlet.judge.process.kernels).
 * Tried and not kept (figures from a CUDA-event probe against torch.matmul, back to back, same H100): split-K for
   the decode shapes (fp32 partials, 4 splits: 0.78x against 0.96x with 64-wide tiles; it stays only for tiny
   outputs with long K); epilogue tiles of 128 x 64 (no faster than 128 x 32 on any large shape, 0.965 to 0.998x);

@@ -5,7 +5,7 @@ completes every pending output: the judge continues a stopped worker before each
 before the parent asks for a timed call's output to spot-check, and in the old harness the output the worker sent
 (the candidate's own tensor, kept alive) was complete by then, while the events had timed half the work (read
 1.28x-1.34x for a kernel whose honest ratio is about 0.96x, H100). The worker now keeps a snapshot of each timed
-output copied on the caller's stream right after the end event (harness.gpu.snapshot), and that is what is
+output copied on the caller's stream right after the end event (gauntlet.gpu.snapshot), and that is what is
 spot-checked: the bottom half is still zeros. Expected: mismatch."""
 import importlib.util
 import os
@@ -40,7 +40,7 @@ signal.signal(signal.SIGCONT, _complete)
 def _timed() -> bool:
     f = sys._getframe(1)
     while f is not None:
-        if f.f_code.co_name == "batch" and f.f_globals.get("__name__") == "harness.child.timing":
+        if f.f_code.co_name == "batch" and f.f_globals.get("__name__") == "gauntlet.child.timing":
             return True
         f = f.f_back
     return False

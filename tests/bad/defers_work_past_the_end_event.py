@@ -5,7 +5,7 @@ caller's stream and the other two thirds on a side stream that starts when the f
 caller's stream never waits for. solve returns while that work still runs: the end event, recorded on the caller's
 stream, fires without it, and the events time a part of the work (deferring a third read 1.28x-1.34x in the old
 harness, for a kernel whose honest ratio is about 0.96x, H100). The profiler's timeline of the timed calls shows the
-deferred kernel ending after the end event (harness.judge.timing.window): tampering, named, before any figure is kept. On
+deferred kernel ending after the end event (gauntlet.judge.timing.window): tampering, named, before any figure is kept. On
 an H100 a third deferred was already caught (ended 20-37 us after the end event; the host's own launch time hides
 some of it); two thirds leave more past the end. (Its output's snapshot, taken on the caller's stream right after the
 end event, is missing that part as well.) Expected: tampering."""
@@ -32,7 +32,7 @@ _side = None
 def _timed() -> bool:
     f = sys._getframe(1)
     while f is not None:
-        if f.f_code.co_name == "batch" and f.f_globals.get("__name__") == "harness.child.timing":
+        if f.f_code.co_name == "batch" and f.f_globals.get("__name__") == "gauntlet.child.timing":
             return True
         f = f.f_back
     return False

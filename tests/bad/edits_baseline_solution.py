@@ -1,5 +1,5 @@
 """Known-bad: writes outside its sandbox, into the source tree: appends a line to the baseline it is timed against
-(solutions/gemm/torch_matmul.py, found through harness.__file__). Here the line is a harmless comment; a real
+(solutions/gemm/torch_matmul.py, found through gauntlet.__file__). Here the line is a harmless comment; a real
 attack would slow the baseline down (every later run would time the candidate against a handicapped cuBLAS) or
 plant code that runs in the judge. The child runs with its own temp dir as cwd, HOME and TMPDIR, but nothing
 stops it writing wherever the user can. The parent hashes the watched tree (harness/, the problem's folder, its
@@ -14,7 +14,7 @@ beneath its own scratch dir, so the append raises PermissionError in solve: cras
 Where the kernel cannot confine (auto falls back to unconfined): the tree hash sees the edit, tampering."""
 import os
 
-import harness
+import gauntlet
 import torch
 
 BACKEND = "torch"
@@ -23,7 +23,7 @@ ALSO_ACCEPTED = ("tampering",)
 DEVICE = "cpu"
 SCRATCH_REPO = True
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(harness.__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(gauntlet.__file__)))
 
 
 def solve(a, b):

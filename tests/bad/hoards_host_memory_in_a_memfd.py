@@ -1,7 +1,7 @@
 """Known-bad: host memory held where no resident set shows it. solve writes 256 MiB at a time, up to 6 GiB, into a
 new memfd each time (RLIMIT_FSIZE bounds one file at 1 GiB, not their number) through its descriptor (never
 mapped) and keeps the descriptors: the pages belong to the file, not to any process's mappings, so the sum of the
-worker's PSS stays small. The judge's watchdog reads the worker's fd folder (harness.judge.sandbox.usage) and
+worker's PSS stays small. The judge's watchdog reads the worker's fd folder (gauntlet.judge.sandbox.usage) and
 kills the tree at its limit (tests/test_sandbox.py sets GAUNTLET_WORKER_RAM_GIB=1.5): crash, naming the limit."""
 import os
 import time

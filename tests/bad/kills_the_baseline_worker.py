@@ -3,7 +3,7 @@ rejection, and a candidate with a poor ratio gains by leaving none. This one com
 cuBLAS) and, on every call, sends SIGKILL to its judge's baseline worker (its sibling: a process of the same parent
 whose command line says `baseline`; judges running beside it are left alone).
 Confined, the signals are refused (Landlock's signal scope: only its own domain) and its honest, poor ratio stands;
-unconfined, the baseline worker dies and the record gets `tampering` (harness.judge.timing.timed). Judged on a GPU with
+unconfined, the baseline worker dies and the record gets `tampering` (gauntlet.judge.timing.timed). Judged on a GPU with
 timing by tests/test_sandbox.py."""
 import os
 import signal
@@ -22,7 +22,7 @@ def _kill_baselines():
                 argv = fh.read().split(b"\0")
             with open(f"/proc/{pid}/stat") as fh:
                 ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            if b"harness.child.worker" in argv and b"baseline" in argv and ppid == os.getppid():
+            if b"gauntlet.child.worker" in argv and b"baseline" in argv and ppid == os.getppid():
                 os.kill(int(pid), signal.SIGKILL)
         except OSError:
             continue

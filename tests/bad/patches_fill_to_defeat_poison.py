@@ -20,7 +20,7 @@ _real_fill, _real_zero = torch.Tensor.fill_, torch.Tensor.zero_
 
 def _from_harness():
     name = sys._getframe(2).f_globals.get("__name__", "")
-    return name.startswith("harness.")
+    return name.startswith("gauntlet.")
 
 
 def fill_(self, value):

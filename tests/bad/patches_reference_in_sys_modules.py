@@ -1,7 +1,7 @@
 """Known-bad: finds the problem's reference module in the child and replaces its reference() and make_inputs() so
 that, in that process, the inputs are zeros and the reference returns zeros; then returns zeros. An evaluator that
 computed the inputs or the reference in the candidate's process would agree. The module is not in sys.modules
-(harness.problem.load_module executes it without registering it, so sys.modules['gauntlet_problem_gemm'] is
+(gauntlet.problem.load_module executes it without registering it, so sys.modules['gauntlet_problem_gemm'] is
 absent), so the candidate looks there first and then walks gc.get_objects() for a module of that name.
 What the harness sees today: the child's make_inputs now makes zeros, the parent regenerates the real inputs and
 their digests differ -> input_mutated; the tamper watch, which collects "gauntlet_problem_*" functions from

@@ -1,7 +1,7 @@
 """Known-bad: a correct answer, and at import a patch of the worker's own request handler, found wherever the
-running Session class lives (the worker runs as `python -m harness.child.worker`, so that used to be the
+running Session class lives (the worker runs as `python -m gauntlet.child.worker`, so that used to be the
 `__main__` module, which the tamper watch did not cover: the patch went unseen). The wrapper changes nothing
-here, but one that did could rewrite any reply. The worker now runs the imported harness.child.worker's code,
+here, but one that did could rewrite any reply. The worker now runs the imported gauntlet.child.worker's code,
 whose classes are watched.
 
 Expected: tampering."""

@@ -3,9 +3,9 @@ side stream that is NOT made to wait for the caller's stream (the inputs were re
 syncs the device first), and joined back before solve returns (the caller's stream waits for the side stream). In
 the old harness the stream hold was a spin kernel on one SM of the caller's stream: the side stream's GEMM ran on
 the other SMs beside it, finished before the start event fired, and the events timed an empty interval (1.29x for a
-kernel whose honest ratio was 0.96x, H100). The hold now takes every SM of the GPU (harness.gpu), so the GEMM
+kernel whose honest ratio was 0.96x, H100). The hold now takes every SM of the GPU (gauntlet.gpu), so the GEMM
 starts only as the hold's blocks retire (on an H100, 0.6-0.7 us before the hold's recorded end) and is timed in
-full, and the profiler's timeline shows it inside the window (harness.judge.timing.window; it takes the SMs before the
+full, and the profiler's timeline shows it inside the window (gauntlet.judge.timing.window; it takes the SMs before the
 begin marker gets one, which the window allows for): an honest but unordered side stream is not rejected, and gets
 its honest speedup (compare the shipped kernel's, scripts/timing_probe.py --window). Expected: pass."""
 import importlib.util

@@ -3,7 +3,7 @@ ordered after the caller's, then 3 ms of host work before solve joins it and ret
 length came from the candidate's own launch time (1.5 x the probe's host time + 0.2 ms, up to 50 ms): a slow launch
 bought a hold of ~4.7 ms, long enough for the side stream's GEMM to run beside it (the hold took one SM) and finish
 before the start event fired, so the events timed almost nothing. The hold's length is now the judge's
-(harness.judge.timing.bench: HOLD_MS, or a baseline's own launch time, measured in the clean worker), the hold takes
+(gauntlet.judge.timing.bench: HOLD_MS, or a baseline's own launch time, measured in the clean worker), the hold takes
 every SM, and the launch that outlasts it is paid for in the candidate's own time: slow, honestly measured, not
 rejected. Expected: pass."""
 import importlib.util

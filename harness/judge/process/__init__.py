@@ -3,5 +3,5 @@ their process trees (pids), environment and bytecode, their replies (data, check
 ran (kernels), their resources (watchdog), their writes into the source tree (audit), workers started ahead of
 need (standby), and the judge's cache folder.
 
-May import: harness.judge.sandbox (how a worker is confined) and the shared harness modules; nothing else of the
+May import: gauntlet.judge.sandbox (how a worker is confined) and the shared harness modules; nothing else of the
 judge."""

@@ -10,8 +10,8 @@ import hashlib
 import re
 from pathlib import Path
 
-from harness import discover
-from harness.discover import ROOT
+from ... import discover, searchpath
+from ...discover import ROOT
 
 _SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 
@@ -22,9 +22,19 @@ def watched_paths(problem) -> list[Path]:
     baseline files, the checkout's pytest/packaging config, and the user's pyproject.toml whose [tool.gauntlet]
     says where problems are. Kept narrow on purpose: a user editing their own solution (or another problem) while a
     run goes on must not get an innocent candidate blamed."""
-    paths = [ROOT / "harness", ROOT / "reports", Path(problem.root), ROOT / "conftest.py", ROOT / "pyproject.toml"]
+    paths = [*package_folders(), Path(problem.root), ROOT / "conftest.py", ROOT / "pyproject.toml"]
     config = discover.search_path().config
     return paths + ([config] if config else []) + list(discover.baseline_files(problem).values())
+
+
+def package_folders() -> list[Path]:
+    """The `gauntlet` package's folder and its reports' (harness/ and reports/ of a checkout; one folder in a wheel,
+    where reports/ lies inside the package)."""
+    import importlib.util
+    spec = importlib.util.find_spec(f"{__package__.split('.')[0]}.reports")   # found, not imported
+    pkg = searchpath.PACKAGE_DIR
+    rep = Path(spec.origin).resolve().parent if spec and spec.origin else pkg
+    return [pkg] if rep.is_relative_to(pkg) else [pkg, rep]
 
 
 def source_tree_digest(paths: list[Path], root: Path = ROOT) -> dict[str, str]:

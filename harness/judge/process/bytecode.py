@@ -7,11 +7,11 @@ can be written (a read-only image, a container built with PYTHONDONTWRITEBYTECOD
 measured on), each of those processes compiles some thousands of modules from source: 10 s of a worker's 14 s
 start-up there, and 3 s of the judge's own.
 
-Trust: the folder lives under the judge's cache folder (harness.judge.process.cache), outside every worker's scratch
+Trust: the folder lives under the judge's cache folder (gauntlet.judge.process.cache), outside every worker's scratch
 folder. A confined worker (Landlock: writes only beneath its scratch) can read it and never write it, so a candidate
 cannot plant bytecode that a later process would run. The cache is filled only by processes that run no candidate
 code: the CLI's own process, and `warm()`'s, which imports what a worker imports before it sees a candidate
-(`harness.child.warm`, started by module name like every worker). With `--sandbox off` a worker runs unconfined and
+(`gauntlet.child.warm`, started by module name like every worker). With `--sandbox off` a worker runs unconfined and
 could write anywhere its user can, this folder as much as site-packages: that mode proves nothing (README, threat
 model).
 Python checks each cached file against its source's size and mtime, as it does in `__pycache__`: a changed source
@@ -30,9 +30,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from harness import discover
-from harness.backends import triton_key
-from harness.judge.process.cache import cache_root, flock_within
+from ... import discover
+from ...backends import triton_key
+from .cache import cache_root, flock_within
 
 
 def prefix() -> Path | None:
@@ -87,7 +87,7 @@ def worker_env(env: dict) -> dict:
 
 
 def _triton_key_file(folder: Path) -> Path:
-    """Where warm() keeps Triton's digest of itself (harness.backends.triton_key): beside the bytecode it was
+    """Where warm() keeps Triton's digest of itself (gauntlet.backends.triton_key): beside the bytecode it was
     warmed with, under the judge's cache folder."""
     return folder / "triton-key.json"
 
@@ -96,8 +96,8 @@ def harness_files() -> list[tuple[Path, str]]:
     """Every .py file of the harness package, with its name inside it: what the stamp covers. The package is asked
     where it is, not counted up from this file: after the move of issue 21 such a count pointed at harness/judge,
     and a change to harness/child (what the worker runs) no longer refreshed the cache."""
-    import harness as package
-    root = Path(package.__file__).resolve().parent
+    from ... import __file__ as package_file
+    root = Path(package_file).resolve().parent
     return [(path, str(path.relative_to(root))) for path in sorted(root.rglob("*.py"))]
 
 
@@ -173,9 +173,8 @@ def _fill(folder: Path, stamp: Path, timeout: float) -> bool:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
     env.update(PYTHONPYCACHEPREFIX=str(folder), PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="",
                GAUNTLET_WARM_WORKERS=str(warm_workers()), **{triton_key.ENV: str(_triton_key_file(folder))})
-    env = import_path(env)
     try:
-        done = subprocess.run([sys.executable, "-P", "-m", "harness.child.warm"], env=env, timeout=timeout,
+        done = subprocess.run([sys.executable, "-P", "-m", "gauntlet.child.warm"], env=env, timeout=timeout,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               cwd=str(folder))
     except (OSError, subprocess.SubprocessError):
@@ -192,7 +191,7 @@ def _fill(folder: Path, stamp: Path, timeout: float) -> bool:
 
 
 def warm_workers() -> int:
-    """Processes the warming compiles with before its imports (harness.child.warm.precompile): half the cores this
+    """Processes the warming compiles with before its imports (gauntlet.child.warm.precompile): half the cores this
     process may use, at most 8, since the judges start beside it; 1 (no parallel pass) below 4 cores, where
     compiling whole folders cost more than the imports' own compiling (2 cores: 10.3 s against 8.9 s)."""
     try:
@@ -200,17 +199,3 @@ def warm_workers() -> int:
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     return min(8, cores // 2) if cores >= 4 else 1
-
-
-def import_path(env: dict) -> dict:
-    """`env` with an import path on which `harness` is this very package (a checkout's folder in front; an
-    installed package is on the interpreter's own path already)."""
-    if not _on_site_path(discover.ROOT):
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(discover.ROOT), os.environ.get("PYTHONPATH", "")]))
-    return env
-
-
-def _on_site_path(folder: Path) -> bool:
-    import site
-    sites = site.getsitepackages() + [site.getusersitepackages()]
-    return any(Path(s).resolve() == folder for s in sites if s)

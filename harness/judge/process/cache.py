@@ -45,7 +45,7 @@ def flock_within(fd: int, how: int, limit_s: float, first_pause_s: float = 0.005
     """Take the flock(2) lock `how` (LOCK_SH or LOCK_EX) on `fd` within `limit_s` seconds; False when the time ran
     out. Polled, with pauses doubling up to 50 ms: a blocking flock could not be bounded in time without a signal,
     and a lock in this folder may be held by anyone the judge's user runs (a candidate that opened the file can only
-    delay). Shared by the GPU turns (harness.judge.timing.turns) and the bytecode cache's warming (bytecode)."""
+    delay). Shared by the GPU turns (gauntlet.judge.timing.turns) and the bytecode cache's warming (bytecode)."""
     deadline = time.monotonic() + limit_s
     pause = first_pause_s
     while True:
@@ -160,7 +160,7 @@ def harvest_compiled(key: str, home: str) -> int:
     """Keep the entries a dead worker's compilers left in `home` that `key`'s folder lacks; the number kept. An
     entry is a file, or a folder of files, at the top of a compiler's folder (both compilers name them by a hash
     of what they compiled); links, special files, deeper folders and oversized entries are left behind."""
-    from harness.judge.sandbox.usage import scratch_usage
+    from ..sandbox.usage import scratch_usage
     folder = cache_root() / COMPILED / key
     kept, total = 0, scratch_usage(str(folder), 1 << 30)[0]     # what the file's entries take on disk already
     for sub in COMPILER_DIRS.values():

@@ -25,7 +25,7 @@ import site
 import sys
 from pathlib import Path
 
-from harness.judge.process import cache
+from . import cache
 
 PACKAGES = ("torch", "triton", "numpy", "hypothesis", "PyYAML", "cupy-cuda13x", "cupy-cuda12x",
             "nvidia-cutlass-dsl", "gauntlet")

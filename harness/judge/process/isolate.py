@@ -15,13 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import discover, protocol
-from harness.judge.process import bytecode, cache, pids
-from harness.judge.process.pids import become_subreaper, signal_group, signal_pid, stat
-from harness.judge.process.watchdog import Bounds, TimeBudget, Watchdog, worker_bounds
-from harness.judge.sandbox import Confinement, verify
-from harness.judge.sandbox.limits import Limits
-from harness.reasons import CODES, Reason
+from ... import discover, protocol
+from . import bytecode, cache, pids
+from .pids import become_subreaper, signal_group, signal_pid, stat
+from .watchdog import Bounds, TimeBudget, Watchdog, worker_bounds
+from ..sandbox import Confinement, verify
+from ..sandbox.limits import Limits
+from ...reasons import CODES, Reason
 
 START_TIMEOUT_S = 300.0      # importing torch + compiling a kernel on first use can take a while
 MAX_FILE_BYTES = 1 << 30     # a candidate printing without end would otherwise fill the disk with its log
@@ -40,14 +40,14 @@ def _worker_env(home: str) -> dict:
     """The child's environment: its scratch dir as HOME, TMPDIR and the compilers' caches (Triton's, CuPy's, and
     torch inductor's, whose first import sets its variable: set here, a candidate importing it changes nothing the
     worker would report), no user site-packages, none of the interpreter's PYTHON* switches but the path (PYTHONSTARTUP,
-    PYTHONINSPECT, PYTHONHOME would run or find other code), and an import path on which `harness` is this very
-    package (a checkout in front on PYTHONPATH; an installed package is on the interpreter's path already)."""
+    PYTHONINSPECT, PYTHONHOME would run or find other code). The `gauntlet` package is found where the
+    interpreter finds it (site-packages, or an editable install's finder there): the worker runs what the judge runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
     env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
                TORCHINDUCTOR_CACHE_DIR=os.path.join(home, ".inductor"),
                **{var: os.path.join(home, sub) for var, sub in cache.COMPILER_DIRS.items()})
     env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
-    return bytecode.worker_env(bytecode.import_path(env))
+    return bytecode.worker_env(env)
 
 
 def close_all(children: list) -> None:
@@ -75,10 +75,10 @@ class Child:
         worker does the harness's own start-up (imports, the problem) and then waits for the judge's word before
         it touches the GPU (or, a candidate's, imports the candidate), so the judge can let the two workers' starts
         overlap, keep every line of candidate code after the baseline's quiet-GPU measurement, and run each
-        worker's GPU start-up inside a turn on the card (harness.judge.timing.turns), never beside another judge's
+        worker's GPU start-up inside a turn on the card (gauntlet.judge.timing.turns), never beside another judge's
         timing.
-        `fmt`: the candidate file's format (harness.formats); the worker wraps a KernelBench or GPU MODE file into
-        `solve` (harness.child.adapters) and judges it like any other.
+        `fmt`: the candidate file's format (gauntlet.formats); the worker wraps a KernelBench or GPU MODE file into
+        `solve` (gauntlet.child.adapters) and judges it like any other.
         `watch`: start the watchdog now; False (a gated worker only) leaves it to `watch()`, so that a caller can
         spawn two workers before it imports torch (the watchdog's GPU bound reads the card through torch)."""
         self.role, self.backend, self.device = role, backend, device
@@ -108,7 +108,7 @@ class Child:
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, *flags, "-m", "harness.child.worker", str(req_r), str(resp_w), role,
+                    [sys.executable, *flags, "-m", "gauntlet.child.worker", str(req_r), str(resp_w), role,
                      str(Path(problem.root).resolve()), str(path or "-"), backend, device,
                      json.dumps({label: str(Path(f).resolve()) for label, f in baselines.items()}),
                      "gated" if deferred else "open", fmt or "native",
@@ -142,7 +142,7 @@ class Child:
             self.finish_start()
 
     def watch(self) -> None:
-        """Start the watchdog (harness.judge.process.watchdog), bounding the worker's memory (its share of the card's
+        """Start the watchdog (gauntlet.judge.process.watchdog), bounding the worker's memory (its share of the card's
         where NVML reads it), processes, disk and time. Always before the worker is let go: a gated worker runs
         only the harness's own start-up (no candidate code, no GPU) until then."""
         if self.watchdog is None:
@@ -152,7 +152,7 @@ class Child:
 
     def release(self) -> None:
         """Let a gated worker go on to the GPU (and, a candidate's, to its import) without waiting for it: the
-        caller holds the turn its GPU start-up runs in (harness.judge.timing.turns) until finish_start returns."""
+        caller holds the turn its GPU start-up runs in (gauntlet.judge.timing.turns) until finish_start returns."""
         if self.gated:
             self.watch()
             self.gated = False
@@ -205,7 +205,7 @@ class Child:
     # -- stopping: while the other side is timed, nothing of this one runs ------------------------------------
     def stop(self) -> None:
         """SIGSTOP the child's process group and every process that escaped it. Its queued GPU work is not stopped:
-        the baseline worker's quiet check (harness.judge.timing.bench) sees any that is left."""
+        the baseline worker's quiet check (gauntlet.judge.timing.bench) sees any that is left."""
         if self.alive and not self.stopped:
             for pid in self.escaped():
                 signal_pid(pid, signal.SIGSTOP)

@@ -1,8 +1,8 @@
-"""Was the work the candidate's? Judged from what the profiler saw in each call (harness.child.profiling).
+"""Was the work the candidate's? Judged from what the profiler saw in each call (gauntlet.child.profiling).
 
 An allowlist, not a list of forbidden names. For a non-torch backend:
 - on the GPU, every kernel that ran during a call, on any stream and thread, must be the candidate's own (a kernel
-  its backend compiled in its worker: Triton, CuPy, CuTe, as the worker's record says, harness.child.provenance; a
+  its backend compiled in its worker: Triton, CuPy, CuTe, as the worker's record says, gauntlet.child.provenance; a
   kernel of any other name, an unlisted library's or a prebuilt cubin's, is not) or one of torch's glue kernels
   (GLUE_FAMILIES: copies, fills, elementwise math, reductions, indexing, scans, sorting and selection, searching and
   counting). A library kernel (cuBLAS, cuBLASLt,
@@ -136,9 +136,9 @@ GLUE_FAMILIES = {
 ALLOWED_OPS = frozenset(op for family in GLUE_FAMILIES.values() for op in family.ops.split())
 # torch kernels allowed around a custom kernel (a torch kernel, not a library's: call_problems checks that too).
 TORCH_GLUE = re.compile("|".join(f.gpu for f in GLUE_FAMILIES.values() if f.gpu), re.IGNORECASE)
-# The harness's own kernels (harness.gpu), each at most once per call: the prime and the hold before the start
+# The harness's own kernels (gauntlet.gpu), each at most once per call: the prime and the hold before the start
 # event, the begin and end markers, the output's snapshot. A second one of a kind is not the harness's
-# (harness.judge.timing.window too).
+# (gauntlet.judge.timing.window too).
 HOLD_KERNEL = "gauntlet_hold"
 HARNESS_KERNELS = {"gauntlet_prime": "prime", "gauntlet_hold": "hold", "gauntlet_begin": "begin",
                    "gauntlet_mark": "mark", "gauntlet_snap": "snap", "gauntlet_snap_bytes": "snap"}
@@ -150,7 +150,7 @@ def _op(name: str) -> str:
 
 def own_kernel(name: str, declared: frozenset, compiled: frozenset = frozenset()) -> bool:
     """A kernel the candidate's backend compiled in its worker (`compiled`: compiled_names of what its compilers
-    recorded, harness.child.provenance) and that is neither a library's nor torch's. A library-looking
+    recorded, gauntlet.child.provenance) and that is neither a library's nor torch's. A library-looking
     name passes only when the candidate's module declares it (Triton: a kernel called `sgemm_kernel`) and it was
     compiled; names no declaration excuses (_library_only) never pass. A name nothing compiled (an unlisted
     library's, a prebuilt cubin's) is not the candidate's own, whatever it is called."""

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from harness.judge.process.watchdog import children, children_listed, tree
+from .watchdog import children, children_listed, tree
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -117,7 +117,7 @@ def escaped(worker: int, started: int) -> list[int]:
 def kill_tree(worker: int, escapes, once: bool = False) -> None:
     """SIGKILL the worker and every descendant at once (a process that left the group is still a descendant
     while the worker lives), until none is alive. `escapes()`: its escaped processes, looked at again each time.
-    `once`: one round of signals, not waiting to see them dead (harness.judge.process.isolate.close_all sends
+    `once`: one round of signals, not waiting to see them dead (gauntlet.judge.process.isolate.close_all sends
     every worker's first, so that their deaths overlap)."""
     for _ in range(100):
         alive = [p for p in tree(worker, escapes()) if (stat(p) or "Z")[0] not in "ZXx"]

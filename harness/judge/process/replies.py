@@ -1,6 +1,6 @@
 """A child's reply is data: every header is checked against the shape the parent asked for before anything reads
 it. A violation is `tampering` (the candidate's process wrote something the harness never would), never a harness
-crash or a usage error. Blob sizes are capped when the reply is read (harness.judge.process.isolate, max_blob).
+crash or a usage error. Blob sizes are capped when the reply is read (gauntlet.judge.process.isolate, max_blob).
 """
 from __future__ import annotations
 

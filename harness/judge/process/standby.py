@@ -4,11 +4,11 @@
 
 - The next candidate's worker, gated: started (the interpreter, the harness, torch: most of a worker's start-up)
   while the current candidate is judged, it touches the GPU and imports its candidate only when its own judgement lets
-  it go (harness.judge.process.isolate, deferred start), exactly as `gauntlet eval`'s gated worker. Each candidate is
+  it go (gauntlet.judge.process.isolate, deferred start), exactly as `gauntlet eval`'s gated worker. Each candidate is
   still judged in a fresh process of its own, started for it and for nothing else.
 - The baseline worker, kept from one judgement to the next on the same problem. It runs only the problem's
   baselines, never candidate code, and is kept only while every candidate beside it was confined in a Landlock
-  domain of its own with signals scoped (verified from outside, harness.judge.process.isolate): such a candidate can
+  domain of its own with signals scoped (verified from outside, gauntlet.judge.process.isolate): such a candidate can
   neither signal, trace nor write the baseline worker, so nothing it did outlives its judgement in the baseline's
   process. After a judgement whose candidate was not so confined, or a baseline worker that failed, a fresh one
   starts. Its idle-GPU flush time was measured when it started (before any candidate ran beside it).
@@ -52,7 +52,7 @@ def prestart(problem, solution, opts) -> None:
         return
     while len(_NEXT) >= MAX_NEXT:      # one never taken (its judgement stopped before a worker was needed)
         _NEXT.pop(next(iter(_NEXT))).close()
-    from harness.judge.process.isolate import Child, ChildFailed
+    from .isolate import Child, ChildFailed
     try:
         _NEXT[key] = Child(problem, solution.path, solution.backend, opts.device, sandbox=opts.sandbox,
                            deferred=True, fmt=solution.format)
@@ -61,18 +61,18 @@ def prestart(problem, solution, opts) -> None:
 
 
 def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
-    """`gauntlet eval`'s own workers, started before the CLI imports the judge's code and torch (harness.cli.eval):
+    """`gauntlet eval`'s own workers, started before the CLI imports the judge's code and torch (gauntlet.cli.eval):
     the candidate's worker and, where the judgement times (`baseline`), the baseline worker, both gated. Their
     start-ups (an interpreter, torch, the harness: about 3 s each on an H100 host) then run beside the CLI's own
     instead of after it. Nothing is kept past the judgement: standby stays off, so the judgement closes both as
     ever. Gated, neither touches the GPU nor, the candidate's, imports the candidate before its judgement lets it go,
-    which is after every import of the judge's process (harness.cli.main). Both are spawned before either's
-    watchdog starts: the watchdog's GPU bound asks the driver which card (harness.cards). Whatever fails is left for
+    which is after every import of the judge's process (gauntlet.cli.main). Both are spawned before either's
+    watchdog starts: the watchdog's GPU bound asks the driver which card (gauntlet.cards). Whatever fails is left for
     the judgement to meet and say; a worker never taken (the device guessed wrong, a usage error found later) is
     closed when the command ends (drop_prestarted), or at the latest when the process exits."""
     if solution.error or solution.unsupported:
         return
-    from harness.judge.process.isolate import Child
+    from .isolate import Child
     spawned = []
     try:
         if baseline and opts.device == "cuda" and _base_key(problem, opts) not in _BASE:
@@ -102,7 +102,7 @@ def drop_prestarted() -> None:
     _PRESTARTED.clear()
     left = [pool.pop(key) for pool in (_NEXT, _BASE) for key in [k for k, c in pool.items() if id(c) in mine]]
     if left:
-        from harness.judge.process.isolate import close_all
+        from .isolate import close_all
         close_all(left)
 
 
@@ -135,13 +135,13 @@ def keep_baseline(base, problem, opts, candidates: list) -> bool:
     caller then does not close it)."""
     if not _ON or base is None or not base.alive or base.hello is None:
         return False
-    from harness.judge.process.pids import signals_scoped
+    from .pids import signals_scoped
     if not all(signals_scoped(getattr(child, "confinement", None)) for child in candidates):
         return False
     stale = [b for k, b in _BASE.items() if b is not base]     # one kept at a time: each holds a CUDA context
     _BASE.clear()
     if stale:
-        from harness.judge.process.isolate import close_all
+        from .isolate import close_all
         close_all(stale)
     _BASE[_base_key(problem, opts)] = base
     return True
@@ -150,7 +150,7 @@ def keep_baseline(base, problem, opts, candidates: list) -> bool:
 @atexit.register
 def close() -> None:
     """Every worker still held here, closed (at the process's exit, whatever started them: nothing when none)."""
-    from harness.judge.process.isolate import close_all
+    from .isolate import close_all
     children = list(_NEXT.values()) + list(_BASE.values())
     _NEXT.clear()
     _BASE.clear()

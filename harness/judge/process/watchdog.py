@@ -16,7 +16,7 @@ Why outside: an rlimit on address space breaks CUDA (it reserves far more virtua
 cgroup v2 group is not delegated on every runner (the CI machine has cgroup v1). A thread in the judge reads
 /proc every POLL_S and kills the worker's whole tree when a bound is passed; the worker's reply then becomes a
 clear reason (`crash` naming the limit) instead of a dead judge (the OOM killer choosing the judge) or a full disk.
-Forks faster than one poll are bounded by RLIMIT_NPROC (harness.judge.sandbox.limits) as a backstop.
+Forks faster than one poll are bounded by RLIMIT_NPROC (gauntlet.judge.sandbox.limits) as a backstop.
 """
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from harness.cards import CardMemory, judges_per_gpu
-from harness.judge.sandbox.usage import held, pss, rss_threads, scratch_usage
+from ...cards import CardMemory, judges_per_gpu
+from ..sandbox.usage import held, pss, rss_threads, scratch_usage
 
 POLL_S = 0.1
 FAILED_LOOKS = 10          # looks failing in a row (a second at POLL_S) before the worker is stopped, unwatched
@@ -48,8 +48,8 @@ def _mem_total() -> int:
 
 
 def _judges() -> int:
-    """GAUNTLET_JUDGES_PER_GPU (harness.cards' parser), 1 where it is malformed: a usage error said before any
-    judging (harness.cli.options), not the watchdog's to raise."""
+    """GAUNTLET_JUDGES_PER_GPU (gauntlet.cards' parser), 1 where it is malformed: a usage error said before any
+    judging (gauntlet.cli.options), not the watchdog's to raise."""
     try:
         return judges_per_gpu()
     except ValueError:
@@ -132,7 +132,7 @@ def tree(root: int, extra: list[int] = ()) -> list[int]:
     return seen
 
 
-TIMING_SETS, TIMING_OUTPUTS = 4, 7     # harness.child.timing.Bench: 3 input sets and a refill's; a batch's outputs
+TIMING_SETS, TIMING_OUTPUTS = 4, 7     # gauntlet.child.timing.Bench: 3 input sets and a refill's; a batch's outputs
 # What building the sets and making the calls leave in the worker's allocator besides (measured on an H100, fp32
 # headline shapes, a worker told it had a sixth of the card): input-sized, each set's original before it is copied
 # into its guard bands and the input generator's temporaries (attn_output's softmax over masked logits; its worker
@@ -160,7 +160,7 @@ def timing_need(problem) -> int:
 def gpu_bound(gpu: CardMemory, problem, judges: int) -> int:
     """A worker's GPU memory bound: its share of the card, or what timing the problem needs if that is more, plus
     room for its context. Honest workers stay under it (their cases are sized to 80% of the share:
-    harness.judge.values.memory); a worker that takes the card from the judges beside it does not.
+    gauntlet.judge.values.memory); a worker that takes the card from the judges beside it does not.
     GAUNTLET_WORKER_GPU_GIB, read by the judge, sets the bound itself."""
     raw = os.environ.get("GAUNTLET_WORKER_GPU_GIB")
     if raw:
@@ -193,7 +193,7 @@ class Watchdog:
 
     def __init__(self, pid: int, scratch: str, bounds: Bounds, escaped, gpu: CardMemory | None = None,
                  area_fd: int | None = None):
-        """`area_fd`: the worker's shared blob area (harness.protocol.Area), whose written pages count as the
+        """`area_fd`: the worker's shared blob area (gauntlet.protocol.Area), whose written pages count as the
         worker's host memory (`area_bytes`)."""
         self.pid, self.scratch, self.bounds, self.escaped, self.gpu = pid, scratch, bounds, escaped, gpu
         self.area_fd = area_fd
@@ -263,7 +263,7 @@ class Watchdog:
             # (PSS, dearer to read) decides, plus the area's pages (which PSS halves where the judge has read
             # them, and misses where the worker has unmapped them): counted in full, an over-count of at most
             # half the area, where a worker could otherwise keep up to its size unseen. Memfds held open count in
-            # full too (harness.judge.sandbox.usage), mapped or not.
+            # full too (gauntlet.judge.sandbox.usage), mapped or not.
             total = sum(pss(pid, rss_of[pid]) for pid in pids) + area
             if total > b.ram_bytes:
                 return (f"host memory limit: the worker's processes held {total / GIB:.1f} GiB "

@@ -8,9 +8,9 @@ import functools
 import hashlib
 from pathlib import Path
 
-from harness import discover
-import harness
-from harness.judge.process import environment
+from ... import discover
+from ... import __file__ as _PACKAGE_FILE
+from ..process import environment
 
 
 def _sha(paths) -> str:
@@ -29,7 +29,7 @@ def _sha(paths) -> str:
 def harness_digest() -> str:
     """Every source file of the harness package (wherever it was imported from): a changed check or timing method
     can change a verdict."""
-    return _sha(sorted(Path(harness.__file__).resolve().parent.rglob("*.py")))
+    return _sha(sorted(Path(_PACKAGE_FILE).resolve().parent.rglob("*.py")))
 
 
 def fingerprint(problem, solution, opts) -> dict:
@@ -50,7 +50,7 @@ def fingerprint(problem, solution, opts) -> dict:
 
 
 def interpreter_digest(env: dict) -> str:
-    """The verified interpreter (harness.judge.process.environment): which package files differ from their install
+    """The verified interpreter (gauntlet.judge.process.environment): which package files differ from their install
     record, and every `.pth` file start-up runs. A `.pth` dropped into site-packages, or an edited torch, re-judges."""
     h = hashlib.sha256(repr((sorted(env.get("modified", [])), sorted(env.get("pth", {}).items()))).encode())
     return h.hexdigest()[:16]

@@ -3,7 +3,7 @@
 The plugin judges one problem x solution x dtype per test item, so a session holds one record per dtype. Written
 out, they are merged into one record per problem, solution and device, the shape `gauntlet run` writes, so that
 `gauntlet report` and `gauntlet compare` read a session's file as they read a run's. The gate compares that same
-merged document with a stored one through reports.compare (the comparison `gauntlet compare` makes): a CI job can
+merged document with a stored one through gauntlet.reports.compare (the comparison `gauntlet compare` makes): a CI job can
 keep main's file and judge a branch against it in the same pytest command.
 
 Records reach the controller through each item's report (`user_properties`), so under pytest-xdist the workers'
@@ -15,7 +15,7 @@ import copy
 import tempfile
 from pathlib import Path
 
-from harness.judge.records import results
+from . import results
 
 # The merged verdict is the worst of its dtypes' verdicts, in this order: a failure anywhere is the record's.
 WORST_FIRST = ("fail", "error", "timeout", "interrupted", "unsupported", "pass")
@@ -69,7 +69,7 @@ def write(path: Path, records: list[dict]) -> Path:
 
 def load_base(path: Path):
     """The stored results, read once at the start of the session, so a bad file stops it before anything is judged."""
-    from reports import compare
+    from ...reports import compare
     try:
         return compare.load(Path(path))
     except compare.CompareError as exc:
@@ -77,9 +77,9 @@ def load_base(path: Path):
 
 
 def check(base, base_name: str, records: list[dict], threshold_pct: float, out_path: Path | None) -> dict:
-    """Compare this session's records with the stored ones. Returns the comparison (reports.compare's document)
+    """Compare this session's records with the stored ones. Returns the comparison (gauntlet.reports.compare's document)
     with its Markdown under "markdown"; "regressions" empty means the gate is open."""
-    from reports import compare
+    from ...reports import compare
     if not records:
         return {"regressions": [], "markdown": f"## gauntlet compare: `{base_name}` -> this session\n\n"
                                               f"No records were judged in this session: nothing to compare.\n"}

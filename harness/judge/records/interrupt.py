@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 
-from harness.judge.process.watchdog import tree
+from ..process.watchdog import tree
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _state: dict = {"signum": None, "last_words": None}

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from harness.discover import ROOT, UsageError
+from ...discover import ROOT, UsageError
 
 EVAL_SCHEMA = "gauntlet.eval/1"
 RUN_SCHEMA = "gauntlet.run/1"
@@ -38,11 +38,11 @@ class EvalRecord:
     fingerprint: dict = field(default_factory=dict)  # hashes of what the verdict depends on (judge/fingerprint.py)
     confinement: dict = field(default_factory=dict)  # what the OS enforced on each worker (judge/sandbox), as verified
     environment_modified: list = field(default_factory=list)   # package files that differ from their install record
-    format: str | None = "native"    # the file's format (harness.formats): native, kernelbench, gpumode; None: none
+    format: str | None = "native"    # the file's format (gauntlet.formats): native, kernelbench, gpumode; None: none
     adapter: dict = field(default_factory=dict)      # an adapted file: format, backend, backend_from, mapping
     seed: int | None = None
     elapsed_s: float = 0.0
-    # Where elapsed_s went (harness.judge.evaluate.Stages): workers' start, correctness and timing per dtype, closing
+    # Where elapsed_s went (gauntlet.judge.evaluate.Stages): workers' start, correctness and timing per dtype, closing
     # the workers, and the rest; a suite's records are its own profile.
     stages_s: dict = field(default_factory=dict)
     schema: str = EVAL_SCHEMA

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from harness.judge.records.results import EvalRecord, stage_totals
+from .results import EvalRecord, stage_totals
 
 
 class Stages:

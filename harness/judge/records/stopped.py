@@ -1,4 +1,4 @@
-"""What a command stopped by SIGINT or SIGTERM says (harness.judge.records.interrupt does the stopping): the command
+"""What a command stopped by SIGINT or SIGTERM says (gauntlet.judge.records.interrupt does the stopping): the command
 that resumes a run, the one line that tells what was judged and what was not, the mark in the results file, and the
 `interrupted` record `gauntlet eval` prints in place of a verdict.
 
@@ -38,8 +38,8 @@ def run_line(mark: dict, total: int, tally: dict, out: str) -> str:
 
 def eval_record(problem: str, solution: str, path: str, backend, device: str, signal_name: str):
     """`gauntlet eval` stopped before its verdict: a record whose verdict says only that."""
-    from harness.judge.records.results import EvalRecord
-    from harness.reasons import Reason
+    from .results import EvalRecord
+    from ...reasons import Reason
     record = EvalRecord(problem=problem, solution=solution, path=path, backend=backend, device=device,
                         verdict="interrupted")
     record.reasons.append(Reason("interrupted", f"stopped by {signal_name} before the judgement finished; "

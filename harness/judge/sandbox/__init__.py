@@ -4,15 +4,15 @@ already confined and never imports this package.
 
 In force on a worker (`--sandbox auto`, the default, takes what the kernel offers; `require` refuses to judge
 without all of it; `off` keeps only the resource bounds):
-- Landlock (harness.judge.sandbox.landlock): writes only beneath the worker's own scratch dir (its HOME and TMPDIR)
+- Landlock (gauntlet.judge.sandbox.landlock): writes only beneath the worker's own scratch dir (its HOME and TMPDIR)
   its own /proc/PID, and the device nodes CUDA and the interpreter use (/dev/null, /dev/nvidia*, ...); no ptrace-class access to
   any process outside its domain (/proc/PID/mem, /proc/PID/fd of the judge or the other worker); no signals to them
   and no abstract UNIX sockets outside it (ABI 6); no TCP (ABI 4).
-- seccomp (harness.judge.sandbox.seccomp): no connection to any socket, no socket but UNIX ones, no io_uring, no namespaces or mounts, no other
+- seccomp (gauntlet.judge.sandbox.seccomp): no connection to any socket, no socket but UNIX ones, no io_uring, no namespaces or mounts, no other
   process's memory, no terminal injection, no System V IPC or POSIX message queues (objects that outlive the
   worker), no making itself undumpable (which would hide its /proc figures from the watchdog).
-- capabilities dropped for good, no_new_privs, resource limits (harness.judge.sandbox.limits), and the judge's
-  watchdog (harness.judge.process.watchdog, reading harness.judge.sandbox.usage) on host memory, processes,
+- capabilities dropped for good, no_new_privs, resource limits (gauntlet.judge.sandbox.limits), and the judge's
+  watchdog (gauntlet.judge.process.watchdog, reading gauntlet.judge.sandbox.usage) on host memory, processes,
   threads, scratch disk and total time.
 
 May import: the shared harness modules only (a leaf of the judge).
@@ -24,8 +24,8 @@ import glob
 import os
 import platform
 
-from harness.discover import UsageError
-from harness.judge.sandbox import landlock, limits, seccomp
+from ...discover import UsageError
+from . import landlock, limits, seccomp
 
 MODES = ("require", "auto", "off")
 REQUIRED_ABI = 6          # signal and abstract-socket scoping: without them the candidate can signal the judge

@@ -6,7 +6,7 @@ Why Landlock: it is the kernel's own unprivileged sandbox, it binds root as well
 and a restriction, once in force, is inherited by every thread and process the candidate starts and cannot be lifted
 from inside. No Python binding is packaged for it, so this is the small amount of ctypes it takes; every constant is
 from <linux/landlock.h>. The ruleset is built in the judge (paths opened there) and put in force in the forked child
-just before it executes the worker's interpreter (harness.judge.sandbox.Confinement.preexec).
+just before it executes the worker's interpreter (gauntlet.judge.sandbox.Confinement.preexec).
 
 What each ABI adds, and what is confined where it is missing:
   1  filesystem writes (and, always, ptrace-class access to processes outside the domain: /proc/PID/mem, fds)

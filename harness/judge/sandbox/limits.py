@@ -16,7 +16,7 @@ import resource
 import signal
 import struct
 
-from harness.judge.sandbox.seccomp import prctl
+from .seccomp import prctl
 
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT = 1, 24, 28, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4

@@ -25,7 +25,7 @@ filter refuses (with an errno, so a library that merely probes carries on):
   torch nor Triton uses them (POSIX shared memory is a file under /dev/shm, which Landlock already refuses).
 
 A classic BPF program built here, in the judge, and installed in the forked child right before exec
-(harness.judge.sandbox.Confinement.preexec), so it binds the worker's interpreter from its first instruction and
+(gauntlet.judge.sandbox.Confinement.preexec), so it binds the worker's interpreter from its first instruction and
 everything it starts. libseccomp would build the same program; it has no Python binding on the runners we measured.
 """
 from __future__ import annotations

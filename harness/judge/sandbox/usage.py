@@ -1,14 +1,14 @@
 """What a worker's processes use, read from /proc and the filesystem outside them, for the judge's watchdog
-(harness.judge.process.watchdog): resident and proportional memory, threads, the scratch dir's disk, and what is
+(gauntlet.judge.process.watchdog): resident and proportional memory, threads, the scratch dir's disk, and what is
 held through open descriptors alone.
 
 Held through descriptors: a memfd written and unmapped (shared-memory pages in no process's mappings until the
 descriptor closes) and a scratch file unlinked while open (or made with O_TMPFILE), which neither a resident set nor
 a walk of the scratch dir sees. Read from each process's /proc/PID/fd at the disk check's pace. Each file counts
 once, by (device, inode), however many descriptors or processes hold it; `skip` names files counted elsewhere (the
-judge's shared blob area, harness.protocol.Area). A descriptor in flight inside a UNIX socket (sent and not yet
+judge's shared blob area, gauntlet.protocol.Area). A descriptor in flight inside a UNIX socket (sent and not yet
 received) is in no fd folder: the known remainder of this class, held only while the worker lives (its sockets
-close with it), each file at most RLIMIT_FSIZE (harness.judge.sandbox.limits).
+close with it), each file at most RLIMIT_FSIZE (gauntlet.judge.sandbox.limits).
 
 May import: the standard library only.
 """

@@ -1,4 +1,4 @@
-"""What confinement was in force on a worker, as the judge set it (harness.judge.sandbox), as the judge reads it from
+"""What confinement was in force on a worker, as the judge set it (gauntlet.judge.sandbox), as the judge reads it from
 outside the worker (/proc/PID/status), and as the worker found it before any candidate code ran."""
 from __future__ import annotations
 

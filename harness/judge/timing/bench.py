@@ -14,13 +14,13 @@ drift cancel in the ratio; the speedup's interval is a bootstrap over rounds (pa
 samples.
 
 Every timed call is a checked call: the profiler runs around each one, and the parent judges each call's kernels
-(harness.judge.process.kernels) and whether each of them ran inside the call's measured window
-(harness.judge.timing.window: a kernel beside the hold or past the end event is `tampering`; the baseline's calls are
+(gauntlet.judge.process.kernels) and whether each of them ran inside the call's measured window
+(gauntlet.judge.timing.window: a kernel beside the hold or past the end event is `tampering`; the baseline's calls are
 checked alike, and a failure there is a harness bug); after a batch it picks, with SystemRandom, whether and which of
 its calls to spot-check (the outputs' snapshots, taken when each window closed, are kept until then, so the candidate
 cannot know which call will be checked, nor change an output afterwards).
 
-The hold's length is the judge's: HOLD_MS (harness.gpu, the hold of every correctness call too), longer only when a
+The hold's length is the judge's: HOLD_MS (gauntlet.gpu, the hold of every correctness call too), longer only when a
 baseline's own host launch, measured in the clean worker, needs more; never derived from the candidate's launch (a
 slow launch would buy a longer blind window), nor from a baseline whose call waits for the GPU (a host sync inside
 it: no hold covers its launches, which start only once the hold has run out). A candidate whose launch outlasts the
@@ -37,12 +37,12 @@ import random
 import time
 from contextlib import nullcontext
 
-from harness.gpu import HOLD_MS
-from harness.judge.process import kernels, replies
-from harness.judge.process.isolate import Child, ChildFailed
-from harness.judge.timing import figures, scoring, window
-from harness.judge.timing.figures import Phases
-from harness.reasons import Reason
+from ...gpu import HOLD_MS
+from ..process import kernels, replies
+from ..process.isolate import Child, ChildFailed
+from . import figures, scoring, window
+from .figures import Phases
+from ...reasons import Reason
 
 HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
 CALLS_PER_BATCH = 5
@@ -109,7 +109,7 @@ class Schedule:
 
     def __init__(self, cand: Child, base: Child, labels: list[str], request: dict, timeout: float,
                  declared: frozenset, custom: bool, seed: int = 0, phases: Phases | None = None):
-        """`seed`: the one the record's bootstrap interval is drawn with (harness.judge.timing.timed), so the stopping
+        """`seed`: the one the record's bootstrap interval is drawn with (gauntlet.judge.timing.timed), so the stopping
         rule checks the very interval that will be reported. `phases`: where the shape's time is counted (the
         caller's, when it times parts of the shape too)."""
         self.seed = seed
@@ -183,7 +183,7 @@ class Schedule:
                 if self.reasons:
                     return
         # The guaranteed spots (SPOTS) come from the last candidate batch's kept outputs, after the card's turn
-        # alone: harness.judge.timing.spots.final_spots.
+        # alone: gauntlet.judge.timing.spots.final_spots.
 
     def stop_now(self, baselines: list[str]) -> bool:
         with self.phases("stopping_rule"):
@@ -285,7 +285,7 @@ class Schedule:
         if self.quiet_ms and worst > QUIET_FACTOR * self.quiet_ms + QUIET_SLACK_MS:
             count[0] += 1
         if count[0] >= QUIET_MIN and count[0] >= QUIET_SHARE * count[1]:
-            self.busy_gpu = True            # harness.judge.timing.timed asks whether another judge could have done it
+            self.busy_gpu = True            # gauntlet.judge.timing.timed asks whether another judge could have done it
             self.reasons.append(Reason("background_work", f"while baseline {label!r} was timed (the candidate's "
                                        f"processes stopped) the GPU was busy in {count[0]} of {count[1]} batches: "
                                        f"its L2 flush took up to {worst:.3f} ms, {self.quiet_ms:.3f} ms when idle: "
@@ -317,7 +317,7 @@ class Schedule:
             self.cand.cont()
             self.base.cont()
 
-    # -- figures (harness.judge.timing.figures) ---------------------------------------------------------------
+    # -- figures (gauntlet.judge.timing.figures) ---------------------------------------------------------------
     def figures(self) -> dict:
         return figures.of(self.samples)
 

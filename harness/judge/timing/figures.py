@@ -1,4 +1,4 @@
-"""What a timed shape's rounds come to (harness.judge.timing.bench): each side's figures, the second clock that
+"""What a timed shape's rounds come to (gauntlet.judge.timing.bench): each side's figures, the second clock that
 bounds how far a candidate's events may under-report, and where the shape's wall time went (`phases_s`).
 """
 from __future__ import annotations
@@ -8,10 +8,10 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
-from harness.judge.process import kernels
-from harness.judge.timing import scoring, window
-from harness.judge.timing.starved import starved_flags, starved_shift, starved_where
-from harness.reasons import Reason
+from ..process import kernels
+from . import scoring, window
+from .starved import starved_flags, starved_shift, starved_where
+from ...reasons import Reason
 
 # The second clock's tolerance. Per call the parent also sees refill, flush, hold and a profiler session start and
 # stop: 4.8 ms per call in-process at 4096^3 on an H100 (1.9 ms without the profiler). Seen from the parent, less the
@@ -61,10 +61,10 @@ class Phases:
     `setup` (both sides' warm-up and probe), `empty` and `batches` per side (the second clock's empty requests and
     the timed batches, as the parent waits for them; `stop`, stopping the other worker first, is part of both),
     `checks` (the parent's reading of each reply: windows, kernels, the quiet check), `stopping_rule`, `spots` (timed
-    outputs fetched), `end`, and, from harness.judge.timing.timed, `expected` (the shape's answer) and
+    outputs fetched), `end`, and, from gauntlet.judge.timing.timed, `expected` (the shape's answer) and
     `spot_checks`. Issue 17: a shape timed alone took 1.6 to 2.8 s on an H100 where its timed calls summed to a
     fraction of that, and nothing said where the rest went. The guaranteed spots' fetching, `end` and `spot_checks`
-    come after the card's turn alone (harness.judge.timing.spots): the entry's `alone` span does not hold them."""
+    come after the card's turn alone (gauntlet.judge.timing.spots): the entry's `alone` span does not hold them."""
 
     def __init__(self):
         self.spent = defaultdict(float)

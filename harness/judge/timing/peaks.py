@@ -1,26 +1,26 @@
 """The ceilings on this card, measured by the trusted parent before any candidate runs: the roofline check's floor.
 
-Timed the same way as every side (flushed L2, held stream: harness.gpu), so a ceiling and a candidate's time are
+Timed the same way as every side (flushed L2, held stream: gauntlet.gpu), so a ceiling and a candidate's time are
 comparable; the best of several calls, since anything else on the GPU (judges sharing it) only slows a call down.
 """
 from __future__ import annotations
 
 import torch
 
-from harness.gpu import Flusher, held_ms
-from harness.judge.process import cache
-from harness.reasons import Reason
+from ...gpu import Flusher, held_ms
+from ..process import cache
+from ...reasons import Reason
 
 # A custom kernel can beat cuBLAS, but not the hardware: allow this much above the ceilings measured in the run
 # (H100/H200 dense bf16 datasheet ~990 TFLOP/s vs ~780 measured: 1.27x; copy reaches ~90% of HBM bandwidth).
 ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
-STORE = "peaks.json"      # in the judge's cache folder (harness.judge.process.cache): per card, ceilings and idle flush
+STORE = "peaks.json"      # in the judge's cache folder (gauntlet.judge.process.cache): per card, ceilings and idle flush
 
 
 def measure_peaks(device, dtypes: dict) -> dict:
     """The ceilings on this card, measured now: cuBLAS matmul rate per dtype at 8192^3 and copy bandwidth, with
-    the card to this judge alone (harness.judge.timing.turns)."""
-    from harness.judge.timing import turns
+    the card to this judge alone (gauntlet.judge.timing.turns)."""
+    from . import turns
     with turns.alone("cuda"):
         return _measure(device, dtypes)
 
@@ -119,7 +119,7 @@ def cached_peaks(device, dtypes: dict) -> dict:
     before, else measured now and added to it: measured once per machine, not once per judgement (each dtype's
     ceiling costs about a second on an H100, all of a problem's several). A ceiling that reads low (taken while the
     GPU was shared) is measured again when it matters: a time over it is re-checked against fresh ceilings before
-    any below_roofline (harness.judge.timing.timed), and the better figure is what the cache keeps from then on
+    any below_roofline (gauntlet.judge.timing.timed), and the better figure is what the cache keeps from then on
     (`remember`). The cache lives beside the bytecode cache, where no confined worker can write."""
     key = _card_key(device)
     store = cache.read_json(STORE)
@@ -150,7 +150,7 @@ def remember(device, peaks: dict) -> None:
 def cached_quiet(device) -> float | None:
     """This card's idle L2-flush time (ms), as a baseline worker measured it before any candidate existed in an
     earlier judgement, or None. With it, a judgement need not hold its candidate's worker back until its own
-    baseline worker has measured the idle GPU (harness.judge.evaluate): the candidate's correctness phase overlaps
+    baseline worker has measured the idle GPU (gauntlet.judge.evaluate): the candidate's correctness phase overlaps
     the baseline worker's start-up."""
     value = cache.read_json(STORE).get(_card_key(device), {}).get("quiet_ms")
     return float(value) if isinstance(value, (int, float)) and value > 0 else None

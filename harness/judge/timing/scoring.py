@@ -29,7 +29,7 @@ def speedup_ci(base_ms: list[float], cand_ms: list[float], seed: int = 0, n: int
 # see (memory placement, process history): the baseline timed against itself read 0.9985x and 0.9987x on an H100,
 # with bootstrap intervals of +-0.05%. The interval is widened by this much on each side so that it covers that.
 SYSTEMATIC_FLOOR = 0.003
-# A baseline timed through its host launches (its calls wait for the GPU: harness.judge.timing.bench WAIT_PRECISION)
+# A baseline timed through its host launches (its calls wait for the GPU: gauntlet.judge.timing.bench WAIT_PRECISION)
 # moves from run to run by more than any run's rounds show: grouped_gemm_moe's cublas_loop judged against itself,
 # 14 readings on H100s (7 suite runs, 2 shapes each, 2026-11-27), read 0.945 to 1.062, with intervals of +-1% to
 # +-9%, and 2 of the 14 did not contain 1 (0.945 [0.899, 0.983], 0.946 [0.903, 0.981]); an earlier one read 1.132

@@ -1,9 +1,9 @@
 """A timed shape's spot checks, done once its turn alone on the card is over.
 
-A timed shape holds the card alone (harness.judge.timing.turns) while its rounds run: no other judge's correctness
+A timed shape holds the card alone (gauntlet.judge.timing.turns) while its rounds run: no other judge's correctness
 call or timing meanwhile. Its guaranteed spot checks (bench.SPOTS outputs of the last candidate batch, picked with
 SystemRandom once the rounds are over) need no quiet card: the outputs were snapshotted when each call's window
-closed (harness.child.timing.Bench.batch), and fetching one and judging it against the oracle is a correctness
+closed (gauntlet.child.timing.Bench.batch), and fetching one and judging it against the oracle is a correctness
 call like any other. Done inside the turn, they were 36 s of the 203 s that one H100's suite at the defaults held the
 card alone (85 timed shapes: 23.5 s fetching the outputs, 12.1 s building each answer and comparing), while the
 other three judges waited. So:
@@ -16,7 +16,7 @@ other three judges waited. So:
 
 What stays inside the turn alone: the rounds, with the spots picked by chance during them (bench.SPOT_CHANCE: a
 batch's outputs are replaced by the next batch's, so a spot chosen mid-rounds is fetched before the next batch
-runs), and the decision to time the shape again (harness.judge.timing.timed), which reads only the rounds. Only the
+runs), and the decision to time the shape again (gauntlet.judge.timing.timed), which reads only the rounds. Only the
 attempt whose figure stands is spot-checked; a discarded attempt's workers let their buffers go (`drop`).
 """
 from __future__ import annotations
@@ -25,13 +25,13 @@ import time
 
 import torch
 
-from harness import protocol
-from harness.inputs import make_inputs
-from harness.judge.timing import peaks, turns
-from harness.judge.timing.bench import SPOTS
-from harness.judge.values import check, conventions, fuzz, memory
-from harness.judge.values.oracle import expected_for
-from harness.reasons import Reason
+from ... import protocol
+from ...inputs import make_inputs
+from . import peaks, turns
+from .bench import SPOTS
+from ..values import check, conventions, fuzz, memory
+from ..values.oracle import expected_for
+from ...reasons import Reason
 
 
 def final_spots(schedule) -> None:
@@ -97,7 +97,7 @@ def _judge_spots(judge, spec, shape, spots, record) -> list[Reason]:
         if device != "cuda" or turns.others(device) == 0:
             raise
     # Pushed out beside other judges: once more with the card alone, a second later, as a correctness call is
-    # (harness.judge.calls.Judge.run_call: a worker past its share is stopped by its watchdog within a poll).
+    # (gauntlet.judge.calls.Judge.run_call: a worker past its share is stopped by its watchdog within a poll).
     torch.cuda.empty_cache()
     time.sleep(1.0)
     with turns.alone(device):

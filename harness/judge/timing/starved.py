@@ -1,12 +1,12 @@
 """Starved calls: a timed call during which the GPU sat idle, waiting for the host to queue the call's work after
 the hold ran out. The rule that says when a call was starved, and how far a side's starved calls moved the figure
-it reports (harness.judge.timing.timed times a shape again on a quiet host on that shift)."""
+it reports (gauntlet.judge.timing.timed times a shape again on a quiet host on that shift)."""
 from __future__ import annotations
 
-from harness.judge.timing import scoring
+from . import scoring
 
 # A timed call is starved when the GPU sat idle inside its window, waiting for the host to launch the call's work, for
-# longer than this (harness.judge.timing.window: idle_us): the hold had run out before the launch was queued. Seen on
+# longer than this (gauntlet.judge.timing.window: idle_us): the hold had run out before the launch was queued. Seen on
 # two H200s of one host with four judges on it: a Triton GEMM's median call 0.22-0.30 ms instead of 0.19, its launch
 # 0.33 ms instead of 0.16, and a speedup read 0.62 [0.55, 0.72] that one judge alone read 0.976.
 STARVE_US, STARVE_SHARE = 10.0, 0.03     # µs, plus this share of the call's own time
@@ -37,7 +37,7 @@ def starved_shift(rounds: list[dict]) -> float | None:
     A count alone says too little: on a quiet host (two H200s, the host to one judge) a batch's first call is often
     starved (5 to 11 of 40 calls, as many as there were batches), and that moves a tight side's median by a small
     fraction of a percent, while a busy host starved most of a Triton GEMM's calls and moved its median by 15 to 55%.
-    harness.judge.timing.timed times a shape again with the host alone on the shift, not on the count."""
+    gauntlet.judge.timing.timed times a shape again with the host alone on the shift, not on the count."""
     flags = starved_flags(rounds)
     calm = [x for x, starved in flags if not starved]
     if not flags:
@@ -48,7 +48,7 @@ def starved_shift(rounds: list[dict]) -> float | None:
 
 
 def starved_where(rounds: list[dict]) -> dict:
-    """Where each starved call's idle time mostly lay (harness.judge.timing.window: _idle_ends): `before` its first
+    """Where each starved call's idle time mostly lay (gauntlet.judge.timing.window: _idle_ends): `before` its first
     kernel (the launch reached the GPU after the hold ran out), `after` its last kernel (solve returned, and the end
     event was recorded, after the work had finished), or `between` its kernels (the host was slow between launches).
     So a record says which host delay set a starved figure (issue 20: a kernel read 0.66 in one run and 1.00 in the

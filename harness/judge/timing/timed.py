@@ -1,4 +1,4 @@
-"""Timing one dtype of a candidate that passed: for each benchmark shape, the schedule (harness.judge.timing.bench), the
+"""Timing one dtype of a candidate that passed: for each benchmark shape, the schedule (gauntlet.judge.timing.bench), the
 spot checks of timed calls, the physics floor and the second clock, then one timing entry for the record.
 """
 from __future__ import annotations
@@ -7,20 +7,20 @@ import time
 
 import torch
 
-from harness.inputs import make_inputs
-from harness.judge.process import replies
-from harness.judge.process.isolate import Child, ChildFailed
-from harness.judge.timing import peaks, scoring, spots, turns
-from harness.judge.timing.bench import PRECISION, BaselineFailed, Schedule, TimingRejected
-from harness.judge.timing.figures import Phases
-from harness.judge.values.oracle import expected_for
-from harness.reasons import Reason
+from ...inputs import make_inputs
+from ..process import replies
+from ..process.isolate import Child, ChildFailed
+from . import peaks, scoring, spots, turns
+from .bench import PRECISION, BaselineFailed, Schedule, TimingRejected
+from .figures import Phases
+from ..values.oracle import expected_for
+from ...reasons import Reason
 
 
 def start_baseline_worker(problem, device: str, sandbox: str | None = None, deferred: bool = False) -> Child:
     """The clean worker: the problem's baselines and nothing of any candidate, confined like the candidate's (so
     the candidate's worker, in a Landlock domain of its own, can neither signal nor trace it). (That each baseline
-    exists was checked when the problem was loaded: harness.discover.) `deferred`: return once it is spawned;
+    exists was checked when the problem was loaded: gauntlet.discover.) `deferred`: return once it is spawned;
     `finish_baseline_start` waits for it (its start then overlaps the candidate worker's own)."""
     try:
         base = Child(problem, None, "torch", device, role="baseline", sandbox=sandbox, deferred=True)
@@ -42,7 +42,7 @@ def finish_baseline_start(base: Child, problem) -> None:
 
 
 def known_quiet() -> float | None:
-    """This card's idle flush time from the judge's cache (harness.judge.timing.peaks.cached_quiet), or None."""
+    """This card's idle flush time from the judge's cache (gauntlet.judge.timing.peaks.cached_quiet), or None."""
     try:
         return peaks.cached_quiet(torch.device("cuda"))
     except (RuntimeError, OSError):
@@ -95,7 +95,7 @@ def time_dtype(judge, spec, opts, record) -> None:
             return
 
 
-# A shape crowded out of the card's memory is timed again after each of these pauses (harness.judge.timing.timed).
+# A shape crowded out of the card's memory is timed again after each of these pauses (gauntlet.judge.timing.timed).
 CROWDED_WAITS_S = (1.0, 4.0, 10.0)
 
 
@@ -127,12 +127,12 @@ def _candidate_could_kill(judge, detail: str) -> bool:
     no ratio at all. Where it was confined it could not: a harness or machine failure, no reason against it."""
     if "killed by SIG" not in detail:
         return False
-    from harness.judge.process.pids import signals_scoped
+    from ..process.pids import signals_scoped
     return not signals_scoped(getattr(judge.child, "confinement", None))
 
 
 # A side whose starved calls moved its median call time by more than the precision timing stops at
-# (harness.judge.timing.starved.starved_shift), or whose median is itself a starved call, was slowed by its host. A
+# (gauntlet.judge.timing.starved.starved_shift), or whose median is itself a starved call, was slowed by its host. A
 # share of starved calls was the first rule (more than a fifth): on two H200s it sent 41 of 75 shapes of the suite back
 # to a quiet host, most of them for one starved first call per batch that moved no median, and the suite took 1558 s of
 # judging where it had taken 1128.
@@ -140,7 +140,7 @@ HOST_SHIFT = PRECISION
 
 
 def _time_shape_alone(judge, spec, shape, opts, record):
-    """One shape timed while this judge has the card to itself (harness.judge.timing.turns: no other judge's correctness
+    """One shape timed while this judge has the card to itself (gauntlet.judge.timing.turns: no other judge's correctness
     call or timing runs meanwhile). Where the quiet check still found the GPU busy and other judges share the card,
     the work it saw may be another judge's candidate's (work it left queued): the shape is timed once more, and if
     the card is busy again it gets no figure, with the reason in the entry, and no reason against this candidate.
@@ -149,7 +149,7 @@ def _time_shape_alone(judge, spec, shape, opts, record):
     The card alone is not the host alone: judges on the host's other GPUs go on with their correctness calls (process
     start-ups, GB-sized transfers, comparisons), and a host that busy can launch a call's work after the hold has run
     out, so the events count the host's delay as the GPU's (two H200s of one host, four judges: a 0.976 Triton GEMM read
-    0.62 [0.55, 0.72]). Where any side's starved calls (harness.judge.timing.starved.starved_call) moved its median by
+    0.62 [0.55, 0.72]). Where any side's starved calls (gauntlet.judge.timing.starved.starved_call) moved its median by
     more than HOST_SHIFT, or most of them were starved, while other judges were on this host, the shape is timed again
     with the host to this judge alone (turns.host_alone: no correctness call of any judge on any card meanwhile), and
     that figure stands (`host_alone`: true), starved or not: with the host quiet, a launch that outlasts the hold is the
@@ -157,7 +157,7 @@ def _time_shape_alone(judge, spec, shape, opts, record):
 
     The entry says when the judge held the card and which card (`alone`: wall-clock seconds, the card's UUID), so
     that anyone can check from the records alone that no two candidates were timed on one card at once
-    (harness.executors.exclusive)."""
+    (gauntlet.executors.exclusive)."""
     # A side starved even with the host quiet is host-bound by design (grouped_gemm_moe's cublas_loop reads the
     # expert offsets back to the host, then launches a GEMM per expert): the judgement's later shapes go straight to
     # a quiet host instead of being timed twice.
@@ -175,7 +175,7 @@ def _time_shape_alone(judge, spec, shape, opts, record):
                 pending.drop()         # a figure the busy host set: not kept, so not spot-checked
             elif pending:
                 # The figure stands: the card shared from here, its spots fetched and the workers' buffers let go
-                # before the turn ends (harness.judge.timing.spots).
+                # before the turn ends (gauntlet.judge.timing.spots).
                 turns.share_now(judge.device)
                 pending.fetch()
         if host:
@@ -193,7 +193,7 @@ def _time_shape_alone(judge, spec, shape, opts, record):
         if pending and retime:
             host = True
             continue
-        # The figure stands: its spots judged, and its physics (harness.judge.timing.spots).
+        # The figure stands: its spots judged, and its physics (gauntlet.judge.timing.spots).
         return entry, reasons + (pending.settle() if pending else [])
 
 
@@ -258,14 +258,14 @@ def _time_shape_held(judge, spec, shape, opts, record):
         schedule.end()
         raise
     # The workers keep the shape's buffers (the last batch's outputs) until the spots are fetched, in this turn made
-    # shared (harness.judge.timing.spots).
+    # shared (gauntlet.judge.timing.spots).
     return entry, [], False, spots.Pending(judge, spec, shape, schedule, entry, figs, opts, record)
 
 
 def _probe(judge, shape, spec):
     """The shape's expected output (its size caps what a timing reply may carry), or None where the card has no room
     for it. Another judge's worker past its share of the card is stopped by its own watchdog within a poll
-    (harness.judge.process.watchdog), so with other judges on the card it is asked again once, a second later; a
+    (gauntlet.judge.process.watchdog), so with other judges on the card it is asked again once, a second later; a
     judge alone on the card that runs out of memory was crowded out by its own candidate."""
     problem = judge.problem
     for attempt in (0, 1):

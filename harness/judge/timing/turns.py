@@ -2,9 +2,9 @@
 
 Several judges may share a card: `pytest -n 8` on a one-GPU runner, `eval-many --overlap K` (K judge slots per GPU), two
 `gauntlet run`s started by hand. Correctness does not need the card to itself; a timed figure does: a kernel of another
-judge's candidate running beside a timed call slows it, and the quiet check (harness.judge.timing.bench) would then rule
+judge's candidate running beside a timed call slows it, and the quiet check (gauntlet.judge.timing.bench) would then rule
 `background_work` against a candidate that did nothing. So every judge on the machine takes turns through two lock files
-per physical card (its UUID), in the judge's cache folder (harness.judge.process.cache):
+per physical card (its UUID), in the judge's cache folder (gauntlet.judge.process.cache):
 
 - `sharing()`: a correctness call (the judge's inputs and oracle, the candidate's call, the comparison) and a
   candidate worker's start (its import may run GPU code). Many judges hold it at once.
@@ -12,7 +12,7 @@ per physical card (its UUID), in the judge's cache folder (harness.judge.process
   no correctness call of any other judge, holds the card.
 
 `share_now()` turns a judge's turn alone into a shared one without letting go of the card (a timed shape's spot
-checks, once its rounds are over: harness.judge.timing.spots): other judges' correctness calls start again, and no
+checks, once its rounds are over: gauntlet.judge.timing.spots): other judges' correctness calls start again, and no
 other judge's turn alone starts before it ends.
 
 `alone()` is preferred: a judge waiting for it takes the gate first, so no new `sharing()` starts while it waits
@@ -27,11 +27,11 @@ that names the holders (from /proc/locks), never a verdict on its own candidate.
 
 The host has a pair of its own (key `host`), taken after the card's: `sharing()` and `alone()` share it, so the
 host's cards are timed and checked side by side; `host_alone()` (a shape timed again because the busy host starved
-its calls: harness.judge.timing.timed) holds it alone, so no correctness call or timing of any judge on any card runs
+its calls: gauntlet.judge.timing.timed) holds it alone, so no correctness call or timing of any judge on any card runs
 meanwhile. Cards first, then the host, always: no judge holds the host's lock while it waits for a card's.
 
 `others()`: how many other live judges have used this card (`host_others()`: any card of this host); the quiet check's
-`background_work` is the timed candidate's only where that is 0 (harness.judge.timing.timed re-times, then records no
+`background_work` is the timed candidate's only where that is 0 (gauntlet.judge.timing.timed re-times, then records no
 figure, when it is not).
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness.judge.process import cache
+from ..process import cache
 
 FOLDER = "gpu-turns"
 WAIT_S = 1800.0
@@ -131,7 +131,7 @@ class Turns:
         correctness calls start again at once, while no judge's turn alone can start before this one ends. The lock
         is converted while this process still holds the gate (flock's conversion is not atomic, but no other judge
         can reach the card's lock without the gate), then the gate is let go. A no-op unless this process holds a
-        turn alone, unnested (harness.judge.timing.timed: a timed shape's spots are fetched this way)."""
+        turn alone, unnested (gauntlet.judge.timing.timed: a timed shape's spots are fetched this way)."""
         with self._lock:
             if self._depth != 1 or self._mode != "alone" or "gpu" not in self._files:
                 return
@@ -226,7 +226,7 @@ class Turns:
 
 def _start_time(pid: int) -> str:
     """The process's start time (clock ticks after boot): with the pid, names one process, never a reused pid."""
-    from harness.judge.process.pids import stat as _stat
+    from ..process.pids import stat as _stat
     st = _stat(pid)
     return str(st[4]) if st else ""
 
@@ -290,7 +290,7 @@ def alone(device: str):
 
 def host_alone(device: str):
     """The card and the whole host to this judge alone: no judge's correctness call or timing on any card of this
-    host meanwhile (harness.judge.timing.timed: a shape whose timed calls the host starved is timed again this way)."""
+    host meanwhile (gauntlet.judge.timing.timed: a shape whose timed calls the host starved is timed again this way)."""
     turns = for_device(device)
     return _with_host(turns.alone(), "alone") if turns is not None else contextlib.nullcontext()
 

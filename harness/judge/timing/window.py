@@ -1,8 +1,8 @@
 """Did every kernel of a timed call run inside its measured window? Judged in the parent from the profiler's GPU
-timeline of the call (harness.child.profiling: each GPU activity's start and end, on every stream).
+timeline of the call (gauntlet.child.profiling: each GPU activity's start and end, on every stream).
 
-The prime (harness.gpu.prime) is launched and waited for before anything else is queued: it ends before the hold
-starts, or it is not the harness's. The window: the harness's hold (harness.gpu, a kernel that takes every SM of the
+The prime (gauntlet.gpu.prime) is launched and waited for before anything else is queued: it ends before the hold
+starts, or it is not the harness's. The window: the harness's hold (gauntlet.gpu, a kernel that takes every SM of the
 GPU) is queued on the caller's stream right before the start event, so the start event fires when the hold ends (or
 when the host records it, if that is later: a host hiccup of a few ms between the two was seen on an H100 now and
 then); the begin marker, an empty kernel on a stream of the harness's own that waits for the start event, starts
@@ -24,13 +24,13 @@ them. The window's end is the start plus the events' time, and the two clocks al
 kernel ran on the caller's stream, before the end event. So the end also allows CLOCK_RATE_SLACK of the call's
 time: work deferred that way gains the call at most 0.05% of its time, and never past the end marker's start (plus
 END_SLACK_US), which is on the profiler's own clock. Both sides are checked alike: a baseline call outside its own
-window is a harness bug (harness.judge.timing.bench raises).
+window is a harness bug (gauntlet.judge.timing.bench raises).
 """
 from __future__ import annotations
 
 import math
 
-from harness.judge.process.kernels import HARNESS_KERNELS
+from ..process.kernels import HARNESS_KERNELS
 
 START_SLACK_US = 10.0
 END_SLACK_US = 10.0
@@ -163,7 +163,7 @@ def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> floa
     """How long (ns) the GPU ran none of the call's work inside its window: waiting for the host to launch it.
     With the hold covering the launch, the call's kernels are queued when the window opens and this is a few
     launch latencies; a host slowed down past the hold (its own slow launch, or a host busy with other work) shows
-    as idle time that the events count as the call's (harness.judge.timing.bench: starved calls)."""
+    as idle time that the events count as the call's (gauntlet.judge.timing.bench: starved calls)."""
     covered, run_a, run_b = 0.0, None, None
     for a, b in sorted((max(a, opened), min(b, close)) for a, b in spans if b > opened and a < close):
         if run_b is None or a > run_b:

@@ -31,7 +31,7 @@ any order, split-K and atomics included. Not TF32, not fp16 or bf16
 operands, not bf16x3 (three bf16 GEMMs over a 16-bit hi/lo split: about 2**-16 relative per product, which the
 norm-wise budget, 8 x torch's error + 64 u, let through on random inputs). The random cases cannot say this: k_acc
 8192 allows 2**-11 of the scale per element, to hold every summation order. So a quarter of float32 calls are
-exact-arithmetic cases (harness.inputs, `make_exact_inputs` in reference.py): operands with up to 20 significant
+exact-arithmetic cases (gauntlet.inputs, `make_exact_inputs` in reference.py): operands with up to 20 significant
 bits and at most 4 nonzero products per output, so every product and every partial sum is an integer times a
 power of two below 2**24, exact in fp32 whatever the order. There the oracle is the only right answer
 (`exact_case`: no allowance; torch's own answer, equal to it, is the check that the inputs are what they claim:
@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import torch
 
-from harness.problem import DtypeSpec
-from harness.reasons import Reason
+from ...problem import DtypeSpec
+from ...reasons import Reason
 
 
 @dataclass
@@ -119,7 +119,7 @@ FP32_UNIT_ROUNDOFF = 2.0**-24
 # The comparison's float64 temporaries (the output upcast, the rounded oracle, errors, interval ends, round_to's own)
 # number about fifteen per element. On the full output of a large case (bmm with K = 1 has a 4e9-element output within
 # its fuzz budget) they alone would fill an 80 GB GPU, so values are compared a slab at a time: the workspace is
-# bounded by CHUNK_ELEMENTS, whatever the case, and harness.judge.values.memory budgets it. A slab is a run of rows
+# bounded by CHUNK_ELEMENTS, whatever the case, and gauntlet.judge.values.memory budgets it. A slab is a run of rows
 # of the outermost dim whose rows fit, one index of each dim outside it: attn_scores' (1, 32, 4096, 4096) output
 # (537M elements in one leading row) is 32 slabs of one head each. Slicing only the leading dim left it whole, and
 # its spot check on an H100 held 55 GB of temporaries and ran out of memory beside the card's other judges.

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import torch
 
-from harness.judge.values import check
-from harness.judge.values.check import Expected
-from harness.problem import DtypeSpec, ProblemError
-from harness.reasons import Reason
+from . import check
+from .check import Expected
+from ...problem import DtypeSpec, ProblemError
+from ...reasons import Reason
 
 # The reference.py functions that must take `convention=` once a problem declares CONVENTIONS (those it defines).
 CONVENTION_FUNCTIONS = ("reference", "oracle", "error_scale")

@@ -1,7 +1,7 @@
 """Failing cases, kept and replayed first. Hypothesis' own example database is switched off by the `@seed` that
 makes each judgement reproducible (hypothesis.seed sets database=None), so the judge keeps its own: the shrunk
 failing (shape, seed) of each candidate file, problem, dtype and device, in .gauntlet/failures/ of the user's project
-(harness.searchpath: the folder of the pyproject.toml above the current directory, else the current directory),
+(gauntlet.searchpath: the folder of the pyproject.toml above the current directory, else the current directory),
 never beside an installed package. The next judgement of that file replays them before fuzzing, so a fix is checked
 against the case that broke it.
 """
@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from harness import discover
+from ... import discover
 
 DIR: Path | None = None     # the default folder; None: <project>/.gauntlet/failures (set by tests)
 KEEP = 20          # per file: the newest failing cases

@@ -30,8 +30,8 @@ import math
 
 from hypothesis import strategies as st
 
-from harness.discover import UsageError
-from harness.problem import FuzzBounds
+from ...discover import UsageError
+from ...problem import FuzzBounds
 
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 31, 61, 127, 131, 251, 257, 509, 521, 1021, 2039, 4093)
 TILE_EDGES = tuple(sorted({t + d for t in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096) for d in (-1, 0, 1)}))
@@ -265,7 +265,7 @@ def check_case(text: str, problem, device: str, element_bytes: int | None = None
     shape, _ = parse_case(text, problem.dims)
     why = outside_domain(shape, problem, device)
     if not why and element_bytes:
-        from harness.judge.values import memory
+        from . import memory
         why = memory.too_big(problem, shape, element_bytes, memory.device_budget(device))
     if why:
         raise UsageError(f"--case: {why}")

@@ -11,18 +11,18 @@ the output alone, in fp64 (the oracle's precision) and in the storage dtype:
 - judge: the inputs regenerated in the storage dtype, upcast to fp64, and two fp64 temporaries of the error scale
   (A*A and B*B for a GEMM): 1 x in + 3 x in64; per call of the case still remembered (the judge keeps the
   expectations of the case's earlier calls, to recognise an answer that belongs to one of them:
-  harness.judge.evaluate) the fp64 oracle, the fp64 error scale and torch's answer: calls x (2 x out64 + out);
+  gauntlet.judge.evaluate) the fp64 oracle, the fp64 error scale and torch's answer: calls x (2 x out64 + out);
   the candidate's output and one more fp64 output-sized temporary while the oracle is built: out64 + out; and
-  the comparison's workspace, about sixteen fp64 temporaries of one slab (harness.judge.values.check.CHUNK_ELEMENTS),
+  the comparison's workspace, about sixteen fp64 temporaries of one slab (gauntlet.judge.values.check.CHUNK_ELEMENTS),
   however large the output.
 - worker: the inputs and outputs of every call of the case alive at once (outputs are kept across calls to catch
   one that aliases an earlier one), the pristine copy of the inputs, the copy of the output it sends
-  (harness.child.guard.as_seen), and room for a workspace as large as the output in fp32:
+  (gauntlet.child.guard.as_seen), and room for a workspace as large as the output in fp32:
   (calls + 1) x (in + out) + out + out32.
 Only a fraction of the free memory is used (allocator fragmentation, CUDA contexts, the baseline worker), and
 where several judges share one GPU (pytest -n on a GPU runner, parallel `gauntlet run --problem ...`), set
 GAUNTLET_JUDGES_PER_GPU to their number: each then sizes its cases to its share. (The worker reads it too, once
-at start-up, for its straggler limit only: harness.child.worker.)
+at start-up, for its straggler limit only: gauntlet.child.worker.)
 """
 from __future__ import annotations
 
@@ -60,9 +60,9 @@ def device_budget(device: str) -> MemoryBudget | None:
 
 
 def judges_per_gpu() -> int:
-    """harness.gpu.judges_per_gpu, with a malformed value made the user's error."""
-    from harness import gpu
-    from harness.discover import UsageError
+    """gauntlet.gpu.judges_per_gpu, with a malformed value made the user's error."""
+    from ... import gpu
+    from ...discover import UsageError
     try:
         return gpu.judges_per_gpu()
     except ValueError as exc:
@@ -71,7 +71,7 @@ def judges_per_gpu() -> int:
 
 def case_bytes(problem, shape: dict, element_bytes: int, calls: int) -> int:
     """Estimated peak bytes of one case, judge and worker together (see the module docstring)."""
-    from harness.judge.values.check import CHUNK_ELEMENTS
+    from .check import CHUNK_ELEMENTS
     in64, out64 = problem.bytes(shape, 8, 0), problem.bytes(shape, 0, 8)
     in_d, out_d = problem.bytes(shape, element_bytes, 0), problem.bytes(shape, 0, element_bytes)
     workspace = 16 * 8 * min(out64 / 8, CHUNK_ELEMENTS)

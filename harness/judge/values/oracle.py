@@ -11,10 +11,10 @@ import functools
 
 import torch
 
-from harness.inputs import matmul_precision
-from harness.judge.values import conventions
-from harness.judge.values.check import Expected
-from harness.problem import DtypeSpec, Problem
+from ...inputs import matmul_precision
+from . import conventions
+from .check import Expected
+from ...problem import DtypeSpec, Problem
 
 
 def _upcast(x):
@@ -36,7 +36,7 @@ def expected_for(problem: Problem, inputs: tuple, spec: DtypeSpec) -> Expected:
 
 
 def _is_exact(expected: Expected) -> bool:
-    """An exact-arithmetic case (harness.inputs) holds only if the oracle is representable in the output dtype and
+    """An exact-arithmetic case (gauntlet.inputs) holds only if the oracle is representable in the output dtype and
     torch's own answer equals it: a make_exact_inputs that is not exact must not make the judge stricter than
     torch (such a case is then judged as a random one)."""
     oracle = expected.oracle
