@@ -69,10 +69,22 @@ def _local(pytester, arg):
     return str(arg.relative_to(pytester.path)) if isinstance(arg, Path) and pytester.path in arg.parents else arg
 
 
+def _on_this_card(pytester, path: Path) -> Path:
+    """The stored records as if judged on this runner's card: the session's own records carry the runner's GPU (an
+    H200, an H100, or none on the CPU), and records of two different cards are never compared (`different GPUs`),
+    so a gate test that plants H100 records must compare them with a base of the same card, whatever card runs it."""
+    from gauntlet.judge.records import results
+    doc = json.loads(path.read_text())
+    doc["environment"]["gpu"] = results.environment("cuda" if torch.cuda.is_available() else "cpu").get("gpu")
+    out = pytester.path / f"base_{path.name}"
+    out.write_text(json.dumps(doc))
+    return out
+
+
 def test_a_pass_that_is_a_failure_now_fails_a_session_whose_tests_passed(pytester):
     broken = dict(_record(1), verdict="fail", timings=[],
                   reasons=[{"code": "mismatch", "detail": "planted", "repro": ""}])
-    result = _session(pytester, [broken], "--gauntlet-compare", REAL[0])
+    result = _session(pytester, [broken], "--gauntlet-compare", _on_this_card(pytester, REAL[0]))
     result.assert_outcomes(passed=1)                         # the planting test itself passed ...
     assert result.ret == pytest.ExitCode.TESTS_FAILED        # ... and the gate failed the session
     result.stdout.fnmatch_lines(["*= gauntlet compare: 1 regression(s) =*", "## gauntlet compare: *",
@@ -81,10 +93,11 @@ def test_a_pass_that_is_a_failure_now_fails_a_session_whose_tests_passed(pyteste
 
 def test_a_real_slowdown_beyond_the_threshold_fails_and_one_within_it_does_not(pytester):
     slow = _slowed(_record(1), 1.10)
-    result = _session(pytester, [slow], "--gauntlet-compare", REAL[0])
+    base = _on_this_card(pytester, REAL[0])
+    result = _session(pytester, [slow], "--gauntlet-compare", base)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*gauntlet compare: 1 regression(s)*", "*| bfloat16 |*| +9.9% |*| **slower** |"])
-    result = _session(pytester, [slow], "--gauntlet-compare", REAL[0], "--gauntlet-fail-on", "15")
+    result = _session(pytester, [slow], "--gauntlet-compare", base, "--gauntlet-fail-on", "15")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*gauntlet compare: 0 regression(s)*"])
 
