@@ -65,3 +65,20 @@ def ctrl_c_default() -> None:
     background job (`cmd &`, nohup) starts with SIGINT ignored, which a child inherits, and Python then installs no
     KeyboardInterrupt handler, rightly: so a test of what Ctrl-C does, run in such a job, would wait for nothing."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def scratch_env(copy: Path, env: dict | None = None) -> dict:
+    """`env` for a `gauntlet` process that runs a scratch copy of the checkout (`copy`) as the package, not the
+    installed one: a tamper fixture then writes into the copy, whose own judge watches the copy's tree. The copy's
+    harness/ becomes `gauntlet` through a folder put first on PYTHONPATH (ahead of the editable install's finder,
+    which the interpreter consults after its path), and its reports/ `gauntlet.reports` through a link inside it, as
+    a wheel lays them out. Workers keep PYTHONPATH (gauntlet.judge.process.isolate), so they run the copy too."""
+    site = copy / ".scratch-site"
+    site.mkdir(exist_ok=True)
+    if not (site / "gauntlet").exists():
+        (site / "gauntlet").symlink_to(copy / "harness", target_is_directory=True)
+    if not (copy / "harness" / "reports").exists():
+        (copy / "harness" / "reports").symlink_to(copy / "reports", target_is_directory=True)
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
+    return env

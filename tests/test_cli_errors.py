@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import needs
+
 ROOT = Path(__file__).resolve().parents[1]
 BAD = ROOT / "tests" / "bad"
 _NOT_COPIED = {".git", ".gauntlet", ".venv", ".pytest_cache", "__pycache__", "results", ".before", ".whl", ".carry"}
@@ -72,7 +74,7 @@ def test_typo_in_a_problems_baseline_is_blamed_on_the_problem(tmp_path):
     copy = _scratch_repo(tmp_path)
     yaml_path = copy / "problems" / "gemm" / "problem.yaml"
     yaml_path.write_text(yaml_path.read_text().replace("cublas: torch_matmul", "cublas: torch_matmull"))
-    env = dict(os.environ, PYTHONPATH=str(copy))
+    env = needs.scratch_env(copy)
     code, out, _ = _cli("eval", "gemm", "torch_matmul", "--device", "cpu", "--no-timing", "--json", cwd=copy, env=env)
     doc = _one_json(out)
     assert code == 2 and doc["blame"] == "problem" and "torch_matmull" in doc["error"], doc
@@ -83,7 +85,7 @@ def test_typo_in_a_problems_baseline_is_blamed_on_the_problem(tmp_path):
 
 def test_run_rejudges_a_changed_solution_and_resumes_an_unchanged_one(tmp_path):
     copy = _scratch_repo(tmp_path)
-    env = dict(os.environ, PYTHONPATH=str(copy))
+    env = needs.scratch_env(copy)
     args = ["run", "--problem", "gemm", "--solution", "torch_matmul", "--device", "cpu", "--examples", "2",
             "--dtype", "float32", "--out", str(tmp_path / "results.json")]
     code, _, err = _cli(*args, cwd=copy, env=env)

@@ -29,6 +29,7 @@ import pytest
 
 from gauntlet import discover
 from gauntlet.judge.evaluate import Options, evaluate
+from tests import needs
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -115,7 +116,7 @@ def _not_copied(folder: str, names: list) -> list:
 
 def _judge_in_scratch_copy(path: Path, hints: dict, device: str, tmp_path: Path) -> dict:
     """Judge through the CLI inside a copy of the repository, so a candidate that writes into the source tree only
-    ever writes into the copy. The copy's harness (found through PYTHONPATH) watches the copy's tree."""
+    ever writes into the copy. The copy's harness (tests.needs.scratch_env) watches the copy's tree."""
     copy = tmp_path / "repo"
     shutil.copytree(ROOT, copy, ignore=_not_copied)
     (copy / ".gauntlet_scratch_copy").write_text("a scratch copy made by tests/test_corpus_extra.py\n")
@@ -124,7 +125,7 @@ def _judge_in_scratch_copy(path: Path, hints: dict, device: str, tmp_path: Path)
            "--dtype", _dtype(hints), "--examples", str(CPU_EXAMPLES if device == "cpu" else GPU_EXAMPLES), "--json"]
     if hints.get("CASE"):
         cmd += ["--case", hints["CASE"]]
-    env = dict(os.environ, PYTHONPATH=str(copy))
+    env = needs.scratch_env(copy)
     out = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode in (0, 1), f"CLI failed ({out.returncode}):\n{out.stderr[-3000:]}"
     return json.loads(out.stdout)

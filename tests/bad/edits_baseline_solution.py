@@ -23,7 +23,7 @@ ALSO_ACCEPTED = ("tampering",)
 DEVICE = "cpu"
 SCRATCH_REPO = True
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(gauntlet.__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(gauntlet.__file__)))
 
 
 def solve(a, b):

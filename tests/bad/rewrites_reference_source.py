@@ -28,7 +28,7 @@ ALSO_ACCEPTED = ("mismatch", "tampering")
 DEVICE = "cpu"
 SCRATCH_REPO = True
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(gauntlet.__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(gauntlet.__file__)))
 _REF = os.path.join(_ROOT, "problems", "gemm", "reference.py")
 _original = None
 if os.path.exists(os.path.join(_ROOT, ".gauntlet_scratch_copy")):
