@@ -146,7 +146,7 @@ def _checked(problem: Problem, sp: SearchPath, located: Located) -> Problem:
 
 def _baseline_candidates(problem: Problem, label, name, sp: SearchPath, located: Located) -> tuple[list, list]:
     """(files named by the baseline, folders searched). `name` is a solution of this problem, private (`_name`) or
-    not; `other/name` is one of problem `other`'s, in the user's solutions/<other>/ folders and in Gauntlet's own
+    not (for a copy of a shipped problem, also the shipped one's: _origins); `other/name` is one of problem `other`'s, in the user's solutions/<other>/ folders and in Gauntlet's own
     solutions/<other>/ (also when this problem is the user's: naming it is the author's explicit choice), so a
     user's problem can take a shipped solution, such as `gemm/torch_matmul` (cuBLAS), as its baseline."""
     parts = name.split("/") if isinstance(name, str) else []
@@ -156,10 +156,32 @@ def _baseline_candidates(problem: Problem, label, name, sp: SearchPath, located:
                            f"problem's, Gauntlet's own included), got {name!r}")
     if len(parts) == 1:
         folders = solution_folders(problem.id, sp, located)
+        if not located.shipped and not _named(folders, name):
+            folders += [f for f in _origins(problem) if _named([f], name)][:1]
     else:
         folders = [(Path(root) / parts[0]).resolve() for root in (*sp.solutions, solutions_dir())]
         folders = [f for i, f in enumerate(folders) if f.is_dir() and f not in folders[:i]]
-    return [f / f"{parts[-1]}.py" for f in folders if (f / f"{parts[-1]}.py").is_file()], folders
+    return _named(folders, parts[-1]), folders
+
+
+def _named(folders, name: str) -> list[Path]:
+    return [f / f"{name}.py" for f in folders if (f / f"{name}.py").is_file()]
+
+
+def _origins(problem: Problem) -> list[Path]:
+    """The shipped solution folders a copy of a shipped problem takes a plain baseline name from when the user's own
+    folders lack it: those of the shipped problems whose reference.py is this one's byte for byte (the one of the
+    same id first). So a copied problem judges as copied, against the baseline the shipped one uses, without its
+    `baselines:` being re-pointed; a problem whose behaviour differs (a reference of its own) needs its baseline
+    written, since a shipped kernel answers the shipped problem's question."""
+    try:
+        mine = (problem.root / "reference.py").read_bytes()
+    except OSError:
+        return []
+    same = [f for f in _problem_folders(problems_dir()) if (f / "reference.py").is_file()
+            and (f / "reference.py").read_bytes() == mine]
+    same.sort(key=lambda f: f.name != problem.id)
+    return [solutions_dir() / f.name for f in same]
 
 
 def _missing_baseline(problem: Problem, label: str, name: str, folders: list) -> str:

@@ -170,6 +170,7 @@ def test_a_missing_baseline_names_the_folders_searched(tmp_path):
     _copy_problem("gemm", tmp_path / "kernels" / "problems" / "mm")
     yaml = tmp_path / "kernels" / "problems" / "mm" / "problem.yaml"
     yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
+    (yaml.parent / "reference.py").write_text((yaml.parent / "reference.py").read_text() + "\n# mine now\n")
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     with pytest.raises(discover.ProblemError, match="baseline 'cublas' names solution 'torch_matmul'"):
         discover.get_problem("mm", sp)
@@ -189,9 +190,25 @@ def test_a_users_problem_takes_a_shipped_solution_as_its_baseline_by_problem_and
     assert discover.solutions_for("gemm", sp) == []        # the shadowed problem's shipped solutions stay out
 
 
-def test_a_baseline_missing_from_a_copied_problem_says_what_to_write(tmp_path):
+def test_a_copied_problem_takes_the_shipped_baseline_as_it_is(tmp_path):
+    """A shipped problem copied as it is (under its own id, or renamed) judges as copied: its plain baseline name
+    resolves through the shipped problem's solutions when the user's folders lack it."""
     _project(tmp_path)
     _copy_problem("gemm", tmp_path / "kernels" / "problems" / "gemm")
+    yaml = _copy_problem("gemm", tmp_path / "kernels" / "problems" / "mygemm") / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mygemm"))
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    for pid in ("gemm", "mygemm"):
+        assert discover.get_problem(pid, sp).baseline_paths == {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+    assert discover.solutions_for("gemm", sp) == []        # the shadowed problem's shipped solutions stay out
+
+
+def test_a_baseline_missing_from_a_changed_copy_says_what_to_write(tmp_path):
+    """Once its reference is its own, a shipped kernel no longer answers its question: the baseline must be
+    written, and the error says how."""
+    _project(tmp_path)
+    folder = _copy_problem("gemm", tmp_path / "kernels" / "problems" / "gemm")
+    (folder / "reference.py").write_text((folder / "reference.py").read_text() + "\n# changed\n")
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     with pytest.raises(discover.ProblemError, match="write `cublas: gemm/torch_matmul` under `baselines:`"):
         discover.get_problem("gemm", sp)
