@@ -224,16 +224,29 @@ def test_a_malformed_baseline_is_the_problems_error(tmp_path, name):
         discover.get_problem("mm", sp)
 
 
-def test_the_plugin_blames_a_broken_problem_in_one_line_not_a_traceback(pytester):
+def test_the_plugin_fails_a_broken_problems_items_in_one_line_and_judges_the_rest(pytester):
+    """A typo in one problem.yaml fails that problem's solutions, each one item naming the file and the key; the
+    session goes on (no "Interrupted: 1 error during collection") and judges the other problems' kernels. A
+    problem with no solutions is said, with the file to add."""
     _project(pytester.path)
-    _copy_problem("gemm", pytester.path / "kernels" / "problems" / "gemm")
-    _write(pytester.path / "kernels" / "solutions" / "gemm" / "mine.py", "BACKEND = 'torch'\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only",
-                                *([] if _plugin_installed() else ["-p", "gauntlet.plugin"]))
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["gauntlet: the problem, not this kernel, is at fault: *problem.yaml: baseline "
-                                 "'cublas' names solution 'torch_matmul'*write `cublas: gemm/torch_matmul`*"])
-    assert "Traceback" not in result.stdout.str() and "discover.py" not in result.stdout.str()
+    for pid in ("mm", "mm2", "lonely"):
+        yaml = _copy_problem("gemm", pytester.path / "kernels" / "problems" / pid) / "problem.yaml"
+        yaml.write_text(yaml.read_text().replace("id: gemm", f"id: {pid}"))
+    yaml = pytester.path / "kernels" / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("benchmark:", "benchmrk:"))
+    for pid in ("mm", "mm2"):
+        _write(pytester.path / "kernels" / "solutions" / pid / "mine.py", "BACKEND = 'torch'\n"
+               "DTYPES = ('float32',)\n\ndef solve(a, b):\n    return a @ b\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-q", "--gauntlet-examples", "1", "--gauntlet-device",
+                                "cpu", *([] if _plugin_installed() else ["-p", "gauntlet.plugin"]))
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert "error during collection" not in out and "Traceback" not in out and "discover.py" not in out
+    result.stdout.fnmatch_lines([f"gauntlet: problem 'lonely' (*lonely) has no solutions to judge: add "
+                                 f"{pytester.path / 'kernels' / 'solutions' / 'lonely'}/NAME.py"])
+    result.stdout.fnmatch_lines(["*mm/mine[[]problem[]]: gauntlet: the problem, not this kernel, is at fault: "
+                                 "*mm/problem.yaml: the top level has unknown key(s) [[]'benchmrk'[]]*"])
+    result.assert_outcomes(failed=1, passed=1, skipped=3)      # mm2: float32 judged, its other dtypes skipped
 
 
 def test_solution_files_named_on_the_command_line_are_judged_not_imported(pytester):
