@@ -73,19 +73,22 @@ def test_typo_in_a_problems_baseline_is_blamed_on_the_problem(tmp_path):
     yaml_path = copy / "problems" / "gemm" / "problem.yaml"
     yaml_path.write_text(yaml_path.read_text().replace("cublas: torch_matmul", "cublas: torch_matmull"))
     env = dict(os.environ, PYTHONPATH=str(copy))
-    code, out, _ = _cli("eval", "gemm", "torch_matmul", "--device", "cpu", "--no-timing", "--json", cwd=copy, env=env)
+    mine = ("--problems", str(copy / "problems"))    # the copy's problems, not the installed package's own
+    code, out, _ = _cli("eval", "gemm", "torch_matmul", "--device", "cpu", "--no-timing", "--json", *mine, cwd=copy,
+                        env=env)
     doc = _one_json(out)
     assert code == 2 and doc["blame"] == "problem" and "torch_matmull" in doc["error"], doc
     yaml_path.write_text(yaml_path.read_text().replace("    budget: 1500000", "    budgte: 1500000"))
-    code, out, _ = _cli("list", cwd=copy, env=env)
+    code, out, _ = _cli("list", *mine, cwd=copy, env=env)
     assert code == 2
 
 
 def test_run_rejudges_a_changed_solution_and_resumes_an_unchanged_one(tmp_path):
     copy = _scratch_repo(tmp_path)
     env = dict(os.environ, PYTHONPATH=str(copy))
+    # --problems: the copy's gemm (and the solutions/ beside it) in place of the installed package's own
     args = ["run", "--problem", "gemm", "--solution", "torch_matmul", "--device", "cpu", "--examples", "2",
-            "--dtype", "float32", "--out", str(tmp_path / "results.json")]
+            "--dtype", "float32", "--out", str(tmp_path / "results.json"), "--problems", str(copy / "problems")]
     code, _, err = _cli(*args, cwd=copy, env=env)
     assert code == 0 and "new 1" in err, err
     # where this run's time went, largest stage first (start or correctness, as the machine's load has it)
@@ -98,8 +101,49 @@ def test_run_rejudges_a_changed_solution_and_resumes_an_unchanged_one(tmp_path):
     code, _, err = _cli(*args, cwd=copy, env=env)
     assert "re-judging: solution" in err and "re-judged 1" in err, err
     assert code == 1                                     # the broken solution is caught, not kept as a pass
+    # ... and the run says why under its progress line, in words, with the replay command that runs as printed
+    assert re.search(r"\n    \[mismatch\] \[float32 [^]]*\] norm-wise error is \S+ x the budget \(", err), err
+    replay = re.search(r"\n    replay: (.*)", err).group(1)
+    assert replay.startswith(f"{sys.executable} -m gauntlet eval gemm {solution} --device cpu --dtype float32 "), err
     doc = json.loads((tmp_path / "results.json").read_text())
     assert [r["verdict"] for r in doc["records"]] == ["fail"]
+
+
+def test_run_in_a_users_repository_judges_the_users_solutions_only(tmp_path):
+    """A repository with [tool.gauntlet] and problems of its own: `run` judges its solutions, not the shipped ones
+    beside them, and says so; a problem copied from a shipped one judges against the shipped baseline as is."""
+    (tmp_path / "pyproject.toml").write_text("[tool.gauntlet]\nproblems = 'problems'\n")
+    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / "mm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    yaml = tmp_path / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
+    (tmp_path / "solutions" / "mm").mkdir(parents=True)
+    (tmp_path / "solutions" / "mm" / "mine.py").write_text("BACKEND = 'torch'\nDTYPES = ('float32',)\n\n"
+                                                           "def solve(a, b):\n    return a @ b\n")
+    code, _, err = _cli("run", "--device", "cpu", "--no-timing", "--out", "r.json", cwd=tmp_path)
+    assert code == 0, err
+    assert re.search(r"gauntlet run: your 1 solution\(s\) only, of \d+ on the search path \(--shipped", err), err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [(r["problem"], r["solution"], r["verdict"]) for r in doc["records"]] == [("mm", "mine", "pass")]
+
+
+def test_run_judges_the_shipped_solutions_when_asked_or_when_there_are_none_of_ones_own(tmp_path):
+    from argparse import Namespace
+
+    from gauntlet import searchpath
+    from gauntlet.cli import run
+    sp = searchpath.SearchPath(problems=(tmp_path / "problems",), solutions=(tmp_path / "solutions",),
+                               project=tmp_path)
+    mine = (None, Namespace(path=tmp_path / "solutions" / "mm" / "a.py"))
+    theirs = (None, Namespace(path=ROOT / "solutions" / "gemm" / "torch_matmul.py"))
+    args = Namespace(shipped=False, problem=None, solution=None)
+    assert run._own([mine, theirs], sp, args) == [mine]
+    assert run._own([mine, theirs], sp, Namespace(shipped=True, problem=None, solution=None)) == [mine, theirs]
+    assert run._own([mine, theirs], sp, Namespace(shipped=False, problem=["gemm"], solution=None)) == [mine, theirs]
+    checkout = searchpath.SearchPath(problems=(), solutions=(), project=ROOT)
+    assert run._own([theirs], checkout, args) == [theirs]
+    with pytest.raises(run.UsageError, match=r"hold no solution; add <problem>/<name>.py there, or --shipped"):
+        run._own([theirs], sp, args)
 
 
 def test_a_killed_judge_leaves_no_worker_running(tmp_path):
