@@ -146,7 +146,8 @@ def _checked(problem: Problem, sp: SearchPath, located: Located) -> Problem:
 
 def _baseline_candidates(problem: Problem, label, name, sp: SearchPath, located: Located) -> tuple[list, list]:
     """(files named by the baseline, folders searched). `name` is a solution of this problem, private (`_name`) or
-    not (for a copy of a shipped problem, also the shipped one's: _origins); `other/name` is one of problem `other`'s, in the user's solutions/<other>/ folders and in Gauntlet's own
+    not (for a copy of a shipped problem, also the shipped one's: _origins); `other/name` is one of problem
+    `other`'s, in the user's solutions/<other>/ folders and in Gauntlet's own
     solutions/<other>/ (also when this problem is the user's: naming it is the author's explicit choice), so a
     user's problem can take a shipped solution, such as `gemm/torch_matmul` (cuBLAS), as its baseline."""
     parts = name.split("/") if isinstance(name, str) else []
@@ -252,7 +253,7 @@ def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = Non
     path = Path(name_or_path)
     if path.suffix == ".py" or path.exists():
         if not path.is_file():
-            raise UsageError(f"solution file not found: {name_or_path}")
+            raise UsageError(_not_found(problem_id, path, sp))
         return read_solution(path.resolve(), problem_id, fmt, backend)
     found = {s.name: s for s in solutions_for(problem_id, sp)}
     if name_or_path not in found:
@@ -260,6 +261,23 @@ def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = Non
     if fmt not in (None, "auto") or backend:
         return read_solution(found[name_or_path].path, problem_id, fmt, backend)
     return found[name_or_path]
+
+
+def _not_found(problem_id: str, path: Path, sp: SearchPath | None) -> str:
+    """What exists instead: the .py files in the folder named (or that it does not exist), and the problem's
+    solutions by name (which `eval` also takes)."""
+    folder = path.resolve().parent
+    if folder.is_dir():
+        files = sorted(p.name for p in folder.glob("*.py"))[:12]
+        there = f"{folder} holds {', '.join(files) if files else 'no .py file'}"
+    else:
+        there = f"there is no folder {folder}"
+    try:
+        names = [s.name for s in solutions_for(problem_id, sp)]
+    except (SearchPathError, ProblemError):
+        names = []
+    known = f"; solutions of {problem_id} by name: {', '.join(names)}" if names else ""
+    return f"solution file not found: {path} ({there}){known}"
 
 
 def read_solution(path: Path, problem_id: str | None = None, fmt: str | None = None,

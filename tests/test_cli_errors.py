@@ -255,3 +255,28 @@ def _validate(doc: dict) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((ROOT / "harness" / "schemas" / "eval.schema.json").read_text())
     jsonschema.validate(doc, schema)
+
+
+def test_a_new_users_errors_say_what_exists_and_what_to_write(tmp_path):
+    """A missing file lists what is there; a failed import says so, with the candidate's own traceback; a KernelBench
+    file on a problem without a mapping gets the `kernelbench:` line to add."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import nonexistent_mod\nBACKEND = 'torch'\n\ndef solve(a, b):\n    return a @ b\n")
+    code, _, err = _cli("eval", "gemm", "missing.py", "--device", "cpu", cwd=tmp_path)
+    assert code == 2 and f"solution file not found: missing.py ({tmp_path} holds bad.py); solutions of gemm by " \
+                          "name: " in err and "torch_matmul" in err, err
+    code, out, _ = _cli("eval", "gemm", "bad.py", "--device", "cpu", "--no-timing", "--dtype", "float32", cwd=tmp_path)
+    assert code == 1, out
+    assert f"  [import_error] the import of {bad} failed: ModuleNotFoundError: No module named 'nonexistent_mod'\n" \
+           f'  File "{bad}", line 1, in <module>\n' in out, out
+    assert "float32   skipped: not judged: its import failed (import_error below)" in out
+    assert "worker.py" not in out and "did not start" not in out
+
+    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / "mm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    yaml = tmp_path / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(re.sub(r"\nkernelbench:.*\n", "\n", yaml.read_text().replace("id: gemm", "id: mm")))
+    (tmp_path / "kb.py").write_text("import torch\n\nclass ModelNew(torch.nn.Module):\n"
+                                    "    def forward(self, a, b):\n        return a @ b\n")
+    code, _, err = _cli("eval", "mm", "kb.py", "--device", "cpu", "--problems", "problems", cwd=tmp_path)
+    assert code == 2 and f"To judge one, add to {yaml}:\n  kernelbench: {{inputs: [a, b]}}\n" in err, err

@@ -186,7 +186,8 @@ def test_a_users_problem_takes_a_shipped_solution_as_its_baseline_by_problem_and
                                                                                    "cublas: gemm/torch_matmul"))
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     for pid in ("mm", "gemm"):
-        assert discover.get_problem(pid, sp).baseline_paths == {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+        want = {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+        assert discover.get_problem(pid, sp).baseline_paths == want
     assert discover.solutions_for("gemm", sp) == []        # the shadowed problem's shipped solutions stay out
 
 
@@ -199,7 +200,8 @@ def test_a_copied_problem_takes_the_shipped_baseline_as_it_is(tmp_path):
     yaml.write_text(yaml.read_text().replace("id: gemm", "id: mygemm"))
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     for pid in ("gemm", "mygemm"):
-        assert discover.get_problem(pid, sp).baseline_paths == {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+        want = {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+        assert discover.get_problem(pid, sp).baseline_paths == want
     assert discover.solutions_for("gemm", sp) == []        # the shadowed problem's shipped solutions stay out
 
 
