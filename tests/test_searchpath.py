@@ -381,3 +381,31 @@ def test_each_xdist_worker_gets_its_share_of_the_cores(env, cores, want):
     environ = dict(env)
     share_cpu_threads(environ, lambda: cores)
     assert environ.get("OMP_NUM_THREADS") == want
+
+
+def test_gauntlet_new_makes_problems_that_judge_as_made(tmp_path):
+    """`gauntlet new myop` (the template, with its baseline) and `gauntlet new mygemm --from gemm` in a project with
+    no setting yet: the problems folder is made and registered in pyproject.toml, and each problem judges."""
+    import subprocess
+    import sys
+
+    def cli(*args):
+        out = subprocess.run([sys.executable, "-m", "gauntlet", *args], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300)
+        return out.returncode, out.stdout + out.stderr
+
+    code, said = cli("new", "myop")
+    assert code == 0 and "baselines: eager: torch_eager" in said, said
+    assert 'problems = "problems"' in (tmp_path / "pyproject.toml").read_text()
+    code, said = cli("new", "mygemm", "--from", "gemm")
+    assert code == 0 and "baselines: cublas: gemm/torch_matmul" in said, said
+    assert "id: mygemm" in (tmp_path / "problems" / "mygemm" / "problem.yaml").read_text()
+    (tmp_path / "solutions" / "mygemm" / "mine.py").write_text("BACKEND = 'torch'\n\ndef solve(a, b):\n"
+                                                                "    return a @ b\n")
+    for problem, solution in (("myop", "torch_eager"), ("mygemm", "mine")):
+        code, said = cli("eval", problem, solution, "--device", "cpu", "--examples", "1")
+        assert code == 0 and f"{problem} / {solution} [torch] on cpu: PASS" in said, said
+    code, said = cli("new", "myop")
+    assert code == 2 and "problem 'myop' exists already" in said, said
+    code, said = cli("new", "x", "--from", "gemmm")
+    assert code == 2 and "did you mean 'gemm'" in said, said
