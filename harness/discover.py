@@ -146,7 +146,8 @@ def _checked(problem: Problem, sp: SearchPath, located: Located) -> Problem:
 
 def _baseline_candidates(problem: Problem, label, name, sp: SearchPath, located: Located) -> tuple[list, list]:
     """(files named by the baseline, folders searched). `name` is a solution of this problem, private (`_name`) or
-    not; `other/name` is one of problem `other`'s, in the user's solutions/<other>/ folders and in Gauntlet's own
+    not (for a copy of a shipped problem, also the shipped one's: _origins); `other/name` is one of problem
+    `other`'s, in the user's solutions/<other>/ folders and in Gauntlet's own
     solutions/<other>/ (also when this problem is the user's: naming it is the author's explicit choice), so a
     user's problem can take a shipped solution, such as `gemm/torch_matmul` (cuBLAS), as its baseline."""
     parts = name.split("/") if isinstance(name, str) else []
@@ -156,10 +157,32 @@ def _baseline_candidates(problem: Problem, label, name, sp: SearchPath, located:
                            f"problem's, Gauntlet's own included), got {name!r}")
     if len(parts) == 1:
         folders = solution_folders(problem.id, sp, located)
+        if not located.shipped and not _named(folders, name):
+            folders += [f for f in _origins(problem) if _named([f], name)][:1]
     else:
         folders = [(Path(root) / parts[0]).resolve() for root in (*sp.solutions, solutions_dir())]
         folders = [f for i, f in enumerate(folders) if f.is_dir() and f not in folders[:i]]
-    return [f / f"{parts[-1]}.py" for f in folders if (f / f"{parts[-1]}.py").is_file()], folders
+    return _named(folders, parts[-1]), folders
+
+
+def _named(folders, name: str) -> list[Path]:
+    return [f / f"{name}.py" for f in folders if (f / f"{name}.py").is_file()]
+
+
+def _origins(problem: Problem) -> list[Path]:
+    """The shipped solution folders a copy of a shipped problem takes a plain baseline name from when the user's own
+    folders lack it: those of the shipped problems whose reference.py is this one's byte for byte (the one of the
+    same id first). So a copied problem judges as copied, against the baseline the shipped one uses, without its
+    `baselines:` being re-pointed; a problem whose behaviour differs (a reference of its own) needs its baseline
+    written, since a shipped kernel answers the shipped problem's question."""
+    try:
+        mine = (problem.root / "reference.py").read_bytes()
+    except OSError:
+        return []
+    same = [f for f in _problem_folders(problems_dir()) if (f / "reference.py").is_file()
+            and (f / "reference.py").read_bytes() == mine]
+    same.sort(key=lambda f: f.name != problem.id)
+    return [solutions_dir() / f.name for f in same]
 
 
 def _missing_baseline(problem: Problem, label: str, name: str, folders: list) -> str:
@@ -230,7 +253,7 @@ def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = Non
     path = Path(name_or_path)
     if path.suffix == ".py" or path.exists():
         if not path.is_file():
-            raise UsageError(f"solution file not found: {name_or_path}")
+            raise UsageError(_not_found(problem_id, path, sp))
         return read_solution(path.resolve(), problem_id, fmt, backend)
     found = {s.name: s for s in solutions_for(problem_id, sp)}
     if name_or_path not in found:
@@ -238,6 +261,23 @@ def get_solution(problem_id: str, name_or_path: str, sp: SearchPath | None = Non
     if fmt not in (None, "auto") or backend:
         return read_solution(found[name_or_path].path, problem_id, fmt, backend)
     return found[name_or_path]
+
+
+def _not_found(problem_id: str, path: Path, sp: SearchPath | None) -> str:
+    """What exists instead: the .py files in the folder named (or that it does not exist), and the problem's
+    solutions by name (which `eval` also takes)."""
+    folder = path.resolve().parent
+    if folder.is_dir():
+        files = sorted(p.name for p in folder.glob("*.py"))[:12]
+        there = f"{folder} holds {', '.join(files) if files else 'no .py file'}"
+    else:
+        there = f"there is no folder {folder}"
+    try:
+        names = [s.name for s in solutions_for(problem_id, sp)]
+    except (SearchPathError, ProblemError):
+        names = []
+    known = f"; solutions of {problem_id} by name: {', '.join(names)}" if names else ""
+    return f"solution file not found: {path} ({there}){known}"
 
 
 def read_solution(path: Path, problem_id: str | None = None, fmt: str | None = None,

@@ -202,11 +202,27 @@ def problem_support(problem, fmt: str | None) -> str | None:
         return None
     mapping = problem.kernelbench
     if mapping is None:
-        return (f"problem {problem.id} states no KernelBench mapping (a `kernelbench:` key in its problem.yaml), so "
-                f"a KernelBench file cannot be judged on it; problems with one: see README, \"Other formats\"")
+        return (f"problem {problem.id} states no KernelBench mapping, so a KernelBench file cannot be judged on it. "
+                f"To judge one, add to {problem.root / 'problem.yaml'}:\n  {suggested_mapping(problem)}\n"
+                "(`inputs` names make_inputs' outputs in order; move into `parameters: [...]` those the module "
+                "holds as its own weights, which the judge then sets from the inputs)")
     if mapping.get("unsupported"):
         return f"problem {problem.id} takes no KernelBench files: {mapping['unsupported']}"
     return None
+
+
+def suggested_mapping(problem) -> str:
+    """The `kernelbench:` line to add, its inputs named as the problem's reference() takes them (read with ast from
+    reference.py: nothing runs), else A, B, ... one per argument it cannot name."""
+    names = []
+    try:
+        tree = ast.parse((problem.root / "reference.py").read_text())
+        ref = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "reference")
+        names = [a.arg for a in ref.args.posonlyargs + ref.args.args]
+    except (OSError, SyntaxError, StopIteration, UnicodeDecodeError):
+        pass
+    names = names or ["A", "B"]
+    return f"kernelbench: {{inputs: [{', '.join(names)}]}}"
 
 
 def describe_mapping(problem, fmt: str) -> str:

@@ -197,6 +197,33 @@ def pytest_unconfigure(config):
         discover.use(config.stash[_PREVIOUS])
 
 
+def pytest_collection_finish(session):
+    """Each of the user's problems with no solution file is said (pytest would collect nothing for it, silently),
+    with the file to add, and the problem's own error where it does not load either. In the controller only."""
+    if hasattr(session.config, "workerinput"):
+        return
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in _without_solutions():
+        if tr is not None:
+            tr.write_line(line, yellow=True)
+
+
+def _without_solutions() -> list[str]:
+    sp = discover.search_path()
+    lines = []
+    for pid, located in discover.locate_problems(sp).items():
+        if located.shipped or discover.solutions_for(pid, sp):
+            continue
+        where = sp.solutions[0] / pid if sp.solutions else located.folder.parent.parent / "solutions" / pid
+        line = f"gauntlet: problem {pid!r} ({located.folder}) has no solutions to judge: add {where}/NAME.py"
+        try:
+            discover.get_problem(pid, sp)
+        except (discover.ProblemError, discover.SearchPathError) as exc:
+            line += f"; the problem itself does not load: {exc}"
+        lines.append(line)
+    return lines
+
+
 def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix != ".py" or file_path.name.startswith("_"):
         return None
@@ -235,9 +262,13 @@ class SolutionFile(pytest.File):
         try:
             problem = discover.get_problem(self.path.parent.name)
         except (discover.ProblemError, discover.SearchPathError) as exc:
-            # The problem author's (or the search path's) error, not the kernel's: said in one line, without a
-            # traceback through the harness (pytest prints a CollectError's message alone).
-            raise self.CollectError(f"gauntlet: the problem, not this kernel, is at fault: {exc}") from None
+            # The problem author's (or the search path's) error, not the kernel's: one failing item per solution file,
+            # said in one line without a traceback through the harness. Not a collection error: pytest stops the
+            # whole session on one ("Interrupted: 1 error during collection"), and one broken problem must not keep
+            # every other problem's kernels from being judged.
+            yield BrokenProblem.from_parent(self, name=f"{self.path.parent.name}/{self.path.stem}[problem]",
+                                            why=f"gauntlet: the problem, not this kernel, is at fault: {exc}")
+            return
         solution = discover.read_solution(self.path.resolve(), problem.id)
         if solution.dtypes is not None and not set(solution.dtypes) & set(problem.dtypes):
             # No dtype to judge: one item, judged on every dtype, which fails as nothing_judged, rather than one
@@ -295,6 +326,28 @@ class JudgeItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, self.name
+
+
+class BrokenProblem(pytest.Item):
+    """A solution of a problem that does not load: fails with the problem's error (file and key), and nothing else."""
+
+    def __init__(self, *, why, **kw):
+        super().__init__(**kw)
+        self.why = why
+        self.add_marker(pytest.mark.gauntlet)
+
+    def runtest(self):
+        raise ProblemBroken(self.why)
+
+    def repr_failure(self, excinfo, style=None):
+        return str(excinfo.value) if isinstance(excinfo.value, ProblemBroken) else super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class ProblemBroken(Exception):
+    pass
 
 
 class JudgeFailed(Exception):

@@ -113,3 +113,26 @@ def test_an_output_with_a_short_leading_dim_is_cut_inside_it(monkeypatch):
 
 def _extent(sl, shape):
     return [len(range(*s.indices(n))) for s, n in zip(sl, shape)] + list(shape[len(sl):])
+
+
+def test_mismatch_reports_say_how_far_over_the_budget_in_words():
+    """A reader acts on "how many times the budget", not on two bare figures: the norm-wise report leads with the
+    ratio and names what the budget is made of; the element-wise one says the worst element's multiple of what it
+    may be off by. The raw figures stay in the text (scripts and comparisons read them)."""
+    import re
+    spec, expected = _case()
+    broad = expected.torch_out * 1.1
+    norm, elem = (r.detail for r in check.value_reasons(broad, expected, spec))
+    found = re.fullmatch(r"norm-wise error is (\S+) x the budget \((\S+) against (\S+) = 4 x torch's own error (\S+) "
+                         r"at this precision \+ a floor of (\S+) \(2 units of roundoff of the output's scale\)\)", norm)
+    assert found, norm
+    ratio, err, budget, theirs, floor = map(float, found.groups())
+    assert ratio > 1 and math.isclose(ratio, err / budget, rel_tol=0.05)
+    assert math.isclose(budget, 4 * theirs + floor, rel_tol=1e-3)
+    found = re.search(r"worst at \(\d+, \d+, \d+\): off by (\S+) x the error it may have \(got (\S+), expected (\S+), "
+                      r"allowed \[(\S+), (\S+)\] from k_elem=\d+, k_acc=\d+\)", elem)
+    assert found, elem
+    times, got, want, lo, hi = map(float, found.groups())
+    assert times > 1 and not lo <= got <= hi
+    assert check.norm_message(2.0, 1.0, 0.0, spec).startswith("norm-wise error is 0.5 x the budget (2.000e+00 "
+                                                             "against 4.000e+00 = 4 x torch's own error 1.000e+00")

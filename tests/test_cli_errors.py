@@ -79,7 +79,7 @@ def test_typo_in_a_problems_baseline_is_blamed_on_the_problem(tmp_path):
     doc = _one_json(out)
     assert code == 2 and doc["blame"] == "problem" and "torch_matmull" in doc["error"], doc
     yaml_path.write_text(yaml_path.read_text().replace("    budget: 1500000", "    budgte: 1500000"))
-    code, out, _ = _cli("list", cwd=copy, env=env)
+    code, out, _ = _cli("list", *mine, cwd=copy, env=env)
     assert code == 2
 
 
@@ -100,8 +100,49 @@ def test_run_rejudges_a_changed_solution_and_resumes_an_unchanged_one(tmp_path):
     code, _, err = _cli(*args, cwd=copy, env=env)
     assert "re-judging: solution" in err and "re-judged 1" in err, err
     assert code == 1                                     # the broken solution is caught, not kept as a pass
+    # ... and the run says why under its progress line, in words, with the replay command that runs as printed
+    assert re.search(r"\n    \[mismatch\] \[float32 [^]]*\] norm-wise error is \S+ x the budget \(", err), err
+    replay = re.search(r"\n    replay: (.*)", err).group(1)
+    assert replay.startswith(f"{sys.executable} -m gauntlet eval gemm {solution} --device cpu --dtype float32 "), err
     doc = json.loads((tmp_path / "results.json").read_text())
     assert [r["verdict"] for r in doc["records"]] == ["fail"]
+
+
+def test_run_in_a_users_repository_judges_the_users_solutions_only(tmp_path):
+    """A repository with [tool.gauntlet] and problems of its own: `run` judges its solutions, not the shipped ones
+    beside them, and says so; a problem copied from a shipped one judges against the shipped baseline as is."""
+    (tmp_path / "pyproject.toml").write_text("[tool.gauntlet]\nproblems = 'problems'\n")
+    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / "mm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    yaml = tmp_path / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
+    (tmp_path / "solutions" / "mm").mkdir(parents=True)
+    (tmp_path / "solutions" / "mm" / "mine.py").write_text("BACKEND = 'torch'\nDTYPES = ('float32',)\n\n"
+                                                           "def solve(a, b):\n    return a @ b\n")
+    code, _, err = _cli("run", "--device", "cpu", "--no-timing", "--out", "r.json", cwd=tmp_path)
+    assert code == 0, err
+    assert re.search(r"gauntlet run: your 1 solution\(s\) only, of \d+ on the search path \(--shipped", err), err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [(r["problem"], r["solution"], r["verdict"]) for r in doc["records"]] == [("mm", "mine", "pass")]
+
+
+def test_run_judges_the_shipped_solutions_when_asked_or_when_there_are_none_of_ones_own(tmp_path):
+    from argparse import Namespace
+
+    from gauntlet import searchpath
+    from gauntlet.cli import run
+    sp = searchpath.SearchPath(problems=(tmp_path / "problems",), solutions=(tmp_path / "solutions",),
+                               project=tmp_path)
+    mine = (None, Namespace(path=tmp_path / "solutions" / "mm" / "a.py"))
+    theirs = (None, Namespace(path=ROOT / "solutions" / "gemm" / "torch_matmul.py"))
+    args = Namespace(shipped=False, problem=None, solution=None)
+    assert run._own([mine, theirs], sp, args) == [mine]
+    assert run._own([mine, theirs], sp, Namespace(shipped=True, problem=None, solution=None)) == [mine, theirs]
+    assert run._own([mine, theirs], sp, Namespace(shipped=False, problem=["gemm"], solution=None)) == [mine, theirs]
+    checkout = searchpath.SearchPath(problems=(), solutions=(), project=ROOT)
+    assert run._own([theirs], checkout, args) == [theirs]
+    with pytest.raises(run.UsageError, match=r"hold no solution; add <problem>/<name>.py there, or --shipped"):
+        run._own([theirs], sp, args)
 
 
 def test_a_killed_judge_leaves_no_worker_running(tmp_path):
@@ -213,3 +254,28 @@ def _validate(doc: dict) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((ROOT / "harness" / "schemas" / "eval.schema.json").read_text())
     jsonschema.validate(doc, schema)
+
+
+def test_a_new_users_errors_say_what_exists_and_what_to_write(tmp_path):
+    """A missing file lists what is there; a failed import says so, with the candidate's own traceback; a KernelBench
+    file on a problem without a mapping gets the `kernelbench:` line to add."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import nonexistent_mod\nBACKEND = 'torch'\n\ndef solve(a, b):\n    return a @ b\n")
+    code, _, err = _cli("eval", "gemm", "missing.py", "--device", "cpu", cwd=tmp_path)
+    assert code == 2 and f"solution file not found: missing.py ({tmp_path} holds bad.py); solutions of gemm by " \
+                          "name: " in err and "torch_matmul" in err, err
+    code, out, _ = _cli("eval", "gemm", "bad.py", "--device", "cpu", "--no-timing", "--dtype", "float32", cwd=tmp_path)
+    assert code == 1, out
+    assert f"  [import_error] the import of {bad} failed: ModuleNotFoundError: No module named 'nonexistent_mod'\n" \
+           f'  File "{bad}", line 1, in <module>\n' in out, out
+    assert "float32   skipped: not judged: its import failed (import_error below)" in out
+    assert "worker.py" not in out and "did not start" not in out
+
+    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / "mm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    yaml = tmp_path / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(re.sub(r"\nkernelbench:.*\n", "\n", yaml.read_text().replace("id: gemm", "id: mm")))
+    (tmp_path / "kb.py").write_text("import torch\n\nclass ModelNew(torch.nn.Module):\n"
+                                    "    def forward(self, a, b):\n        return a @ b\n")
+    code, _, err = _cli("eval", "mm", "kb.py", "--device", "cpu", "--problems", "problems", cwd=tmp_path)
+    assert code == 2 and f"To judge one, add to {yaml}:\n  kernelbench: {{inputs: [a, b]}}\n" in err, err

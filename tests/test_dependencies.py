@@ -63,6 +63,25 @@ def test_triton_on_the_cpu_is_unsupported_where_its_interpreter_cannot_run(monke
     assert backends.status("triton", "cpu") == (True, "")
 
 
+def test_a_missing_backend_package_says_the_install_that_fixes_it(monkeypatch):
+    """A plain `pip install gauntlet` has no Triton: its solutions are `unsupported`, and the reason names the extra
+    to install, not only what is absent. CuPy and CuTe on the CPU say they need a GPU (installing would not help)."""
+    import importlib.util
+
+    from gauntlet import backends
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("triton", "cupy", "cutlass") else real(name, *a))
+    monkeypatch.setattr(backends, "cuda_available", lambda: True)
+    for backend, module in (("triton", "triton"), ("cupy", "cupy"), ("cute", "cutlass")):
+        ok, why = backends.status(backend, "cuda")
+        assert not ok and why.startswith(f"the {module!r} package is not installed")
+        assert f"pip install 'gauntlet[{backend}]'" in why
+    ok, why = backends.status("triton", "cpu")
+    assert not ok and "pip install 'gauntlet[triton]'" in why
+    assert backends.status("cupy", "cpu") == (False, "cupy kernels need a GPU; this run is on the CPU")
+
+
 def test_a_triton_worker_on_a_gpu_imports_triton_before_its_gate_and_nothing_else_does():
     """backends.preload: what the candidate's import would load first, loaded by the worker ahead of the gate, on a GPU
     only (on the CPU, TRITON_INTERPRET must be set first: after_import's business), and never a library that might

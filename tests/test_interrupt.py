@@ -141,13 +141,13 @@ def test_signal_ends_run_cleanly(suite, signum, to_group):
     assert line.startswith(f"gauntlet: stopped by {name}: 1 of 3 judged (0 resumed, 0 re-judged, 1 new), "
                            f"gemm/b_stuck@cpu abandoned mid-judgement; 2 not judged"), line
     resume = line.split("resume with: ", 1)[1]
-    assert shlex.split(resume) == ["gauntlet", *argv] and mark["resume"] == resume
+    # Started as `python -m gauntlet`, so resumed the same way: the line runs as printed, whatever is on PATH.
+    assert shlex.split(resume) == [sys.executable, "-m", "gauntlet", *argv] and mark["resume"] == resume
 
     if signum == signal.SIGTERM:
         # The command the line gives resumes: with b_stuck fixed, the rest is judged and the mark goes.
         (suite / "solutions" / "gemm" / "b_stuck.py").write_text(textwrap.dedent(QUICK))
-        again = subprocess.run([sys.executable, "-m", "gauntlet", *shlex.split(resume)[1:]], capture_output=True,
-                               text=True, timeout=300)
+        again = subprocess.run(shlex.split(resume), capture_output=True, text=True, timeout=300)
         assert again.returncode == 0, again.stderr
         assert "gemm/a_quick@cpu: unchanged since it was judged: pass (resumed)" in again.stderr
         final = json.loads((suite / "results.json").read_text())
@@ -312,3 +312,23 @@ def test_pytest_plugin_lets_pytest_report_the_interrupt(suite):
     assert proc.returncode == 2, out
     assert "!! KeyboardInterrupt !!" in out and "Traceback" not in out, out
     _no_survivors(suite)
+
+
+def test_the_resume_command_is_the_one_that_was_started(tmp_path, monkeypatch):
+    """The resume line runs as typed: `gauntlet` where that name on PATH is the script that ran, else the script's
+    own path (a checkout's .venv/bin/gauntlet, its venv not activated), else `<python> -m gauntlet`; --fresh goes."""
+    from gauntlet.judge.records import stopped
+    script = tmp_path / "venv" / "bin" / "gauntlet"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    argv = ["run", "--out", "my results.json", "--fresh"]
+    assert stopped.resume_command(argv, stopped.invoked_as("venv/bin/gauntlet")) == \
+        f"{script} run --out 'my results.json'"
+    monkeypatch.setenv("PATH", str(script.parent))
+    assert stopped.invoked_as("venv/bin/gauntlet") == ["gauntlet"]
+    assert stopped.invoked_as(str(tmp_path / "harness" / "__main__.py"), "/usr/bin/python3") == \
+        ["/usr/bin/python3", "-m", "gauntlet"]
+    assert stopped.invoked_as("/usr/bin/pytest", "/py") == ["/py", "-m", "gauntlet"]   # the CLI run in-process

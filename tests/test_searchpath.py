@@ -170,6 +170,7 @@ def test_a_missing_baseline_names_the_folders_searched(tmp_path):
     _copy_problem("gemm", tmp_path / "kernels" / "problems" / "mm")
     yaml = tmp_path / "kernels" / "problems" / "mm" / "problem.yaml"
     yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
+    (yaml.parent / "reference.py").write_text((yaml.parent / "reference.py").read_text() + "\n# mine now\n")
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     with pytest.raises(discover.ProblemError, match="baseline 'cublas' names solution 'torch_matmul'"):
         discover.get_problem("mm", sp)
@@ -185,13 +186,31 @@ def test_a_users_problem_takes_a_shipped_solution_as_its_baseline_by_problem_and
                                                                                    "cublas: gemm/torch_matmul"))
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     for pid in ("mm", "gemm"):
-        assert discover.get_problem(pid, sp).baseline_paths == {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+        want = {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+        assert discover.get_problem(pid, sp).baseline_paths == want
     assert discover.solutions_for("gemm", sp) == []        # the shadowed problem's shipped solutions stay out
 
 
-def test_a_baseline_missing_from_a_copied_problem_says_what_to_write(tmp_path):
+def test_a_copied_problem_takes_the_shipped_baseline_as_it_is(tmp_path):
+    """A shipped problem copied as it is (under its own id, or renamed) judges as copied: its plain baseline name
+    resolves through the shipped problem's solutions when the user's folders lack it."""
     _project(tmp_path)
     _copy_problem("gemm", tmp_path / "kernels" / "problems" / "gemm")
+    yaml = _copy_problem("gemm", tmp_path / "kernels" / "problems" / "mygemm") / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mygemm"))
+    sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
+    for pid in ("gemm", "mygemm"):
+        want = {"cublas": SHIPPED_SOLUTIONS / "gemm" / "torch_matmul.py"}
+        assert discover.get_problem(pid, sp).baseline_paths == want
+    assert discover.solutions_for("gemm", sp) == []        # the shadowed problem's shipped solutions stay out
+
+
+def test_a_baseline_missing_from_a_changed_copy_says_what_to_write(tmp_path):
+    """Once its reference is its own, a shipped kernel no longer answers its question: the baseline must be
+    written, and the error says how."""
+    _project(tmp_path)
+    folder = _copy_problem("gemm", tmp_path / "kernels" / "problems" / "gemm")
+    (folder / "reference.py").write_text((folder / "reference.py").read_text() + "\n# changed\n")
     sp = resolve(problems=[str(tmp_path / "kernels" / "problems")], environ={})
     with pytest.raises(discover.ProblemError, match="write `cublas: gemm/torch_matmul` under `baselines:`"):
         discover.get_problem("gemm", sp)
@@ -207,16 +226,29 @@ def test_a_malformed_baseline_is_the_problems_error(tmp_path, name):
         discover.get_problem("mm", sp)
 
 
-def test_the_plugin_blames_a_broken_problem_in_one_line_not_a_traceback(pytester):
+def test_the_plugin_fails_a_broken_problems_items_in_one_line_and_judges_the_rest(pytester):
+    """A typo in one problem.yaml fails that problem's solutions, each one item naming the file and the key; the
+    session goes on (no "Interrupted: 1 error during collection") and judges the other problems' kernels. A
+    problem with no solutions is said, with the file to add."""
     _project(pytester.path)
-    _copy_problem("gemm", pytester.path / "kernels" / "problems" / "gemm")
-    _write(pytester.path / "kernels" / "solutions" / "gemm" / "mine.py", "BACKEND = 'torch'\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--collect-only",
-                                *([] if _plugin_installed() else ["-p", "gauntlet.plugin"]))
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["gauntlet: the problem, not this kernel, is at fault: *problem.yaml: baseline "
-                                 "'cublas' names solution 'torch_matmul'*write `cublas: gemm/torch_matmul`*"])
-    assert "Traceback" not in result.stdout.str() and "discover.py" not in result.stdout.str()
+    for pid in ("mm", "mm2", "lonely"):
+        yaml = _copy_problem("gemm", pytester.path / "kernels" / "problems" / pid) / "problem.yaml"
+        yaml.write_text(yaml.read_text().replace("id: gemm", f"id: {pid}"))
+    yaml = pytester.path / "kernels" / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("benchmark:", "benchmrk:"))
+    for pid in ("mm", "mm2"):
+        _write(pytester.path / "kernels" / "solutions" / pid / "mine.py", "BACKEND = 'torch'\n"
+               "DTYPES = ('float32',)\n\ndef solve(a, b):\n    return a @ b\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-q", "--gauntlet-examples", "1", "--gauntlet-device",
+                                "cpu", *([] if _plugin_installed() else ["-p", "gauntlet.plugin"]))
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert "error during collection" not in out and "Traceback" not in out and "discover.py" not in out
+    result.stdout.fnmatch_lines([f"gauntlet: problem 'lonely' (*lonely) has no solutions to judge: add "
+                                 f"{pytester.path / 'kernels' / 'solutions' / 'lonely'}/NAME.py"])
+    result.stdout.fnmatch_lines(["*mm/mine[[]problem[]]: gauntlet: the problem, not this kernel, is at fault: "
+                                 "*mm/problem.yaml: the top level has unknown key(s) [[]'benchmrk'[]]*"])
+    result.assert_outcomes(failed=1, passed=1, skipped=3)      # mm2: float32 judged, its other dtypes skipped
 
 
 def test_solution_files_named_on_the_command_line_are_judged_not_imported(pytester):
@@ -349,3 +381,31 @@ def test_each_xdist_worker_gets_its_share_of_the_cores(env, cores, want):
     environ = dict(env)
     share_cpu_threads(environ, lambda: cores)
     assert environ.get("OMP_NUM_THREADS") == want
+
+
+def test_gauntlet_new_makes_problems_that_judge_as_made(tmp_path):
+    """`gauntlet new myop` (the template, with its baseline) and `gauntlet new mygemm --from gemm` in a project with
+    no setting yet: the problems folder is made and registered in pyproject.toml, and each problem judges."""
+    import subprocess
+    import sys
+
+    def cli(*args):
+        out = subprocess.run([sys.executable, "-m", "gauntlet", *args], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=300)
+        return out.returncode, out.stdout + out.stderr
+
+    code, said = cli("new", "myop")
+    assert code == 0 and "baselines: eager: torch_eager" in said, said
+    assert 'problems = "problems"' in (tmp_path / "pyproject.toml").read_text()
+    code, said = cli("new", "mygemm", "--from", "gemm")
+    assert code == 0 and "baselines: cublas: gemm/torch_matmul" in said, said
+    assert "id: mygemm" in (tmp_path / "problems" / "mygemm" / "problem.yaml").read_text()
+    (tmp_path / "solutions" / "mygemm" / "mine.py").write_text("BACKEND = 'torch'\n\ndef solve(a, b):\n"
+                                                                "    return a @ b\n")
+    for problem, solution in (("myop", "torch_eager"), ("mygemm", "mine")):
+        code, said = cli("eval", problem, solution, "--device", "cpu", "--examples", "1")
+        assert code == 0 and f"{problem} / {solution} [torch] on cpu: PASS" in said, said
+    code, said = cli("new", "myop")
+    assert code == 2 and "problem 'myop' exists already" in said, said
+    code, said = cli("new", "x", "--from", "gemmm")
+    assert code == 2 and "did you mean 'gemm'" in said, said

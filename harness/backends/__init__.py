@@ -31,15 +31,23 @@ def status(backend: str | None, device: str) -> tuple[bool, str]:
         return False, f"unknown device {device!r}; known: cpu, cuda"
     if device == "cuda" and not cuda_available():
         return False, "no CUDA device on this machine"
-    if importlib.util.find_spec(_MODULES[backend]) is None:
-        return False, f"the {_MODULES[backend]!r} package is not installed"
-    if device == "cpu" and backend in ("cupy", "cute"):
+    if device == "cpu" and backend in ("cupy", "cute"):     # first: installing the package would not help
         return False, f"{backend} kernels need a GPU; this run is on the CPU"
+    if importlib.util.find_spec(_MODULES[backend]) is None:
+        return False, missing(backend)
     if device == "cpu" and backend == "triton":
         broken = interpreter_broken()
         if broken:
             return False, broken
     return True, ""
+
+
+def missing(backend: str) -> str:
+    """Why a backend whose package is absent cannot run, with the install that fixes it: the extra of the same name
+    (pyproject.toml's optional-dependencies), which also pins what the backend needs beside it (numpy < 2.4 for
+    Triton's CPU interpreter)."""
+    return (f"the {_MODULES[backend]!r} package is not installed: pip install 'gauntlet[{backend}]' "
+            f"(in the environment `gauntlet` runs from) to judge {backend} kernels")
 
 
 def interpreter_broken() -> str:

@@ -76,7 +76,9 @@ def _kernelbench(path: Path, problem, device: str):
 
     mapping = problem.kernelbench or {}
     if "inputs" not in mapping:
-        raise AdapterError(f"problem {problem.id} has no KernelBench mapping")
+        from ..formats import problem_support       # the same words, and the line to add, as the CLI's refusal
+        raise AdapterError(problem_support(problem, "kernelbench")
+                           or f"problem {problem.id} has no KernelBench mapping")
     module = _import(path)
     cls = getattr(module, "ModelNew", None)
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):

@@ -7,7 +7,7 @@ import sys
 import traceback
 
 from .. import discover
-from . import compare, options, output, report
+from . import new, options, output, report
 from . import eval as eval_cmd
 from . import eval_many, mutate
 from . import list as list_cmd
@@ -27,7 +27,7 @@ INTERNAL_ERROR = 3          # exit status of a harness bug (0/1: verdicts, 2: us
 USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable, CompareError, BadResults)
 LEADERBOARD_COMMANDS = ("run", "report")   # the commands that import gauntlet.reports.leaderboard (after candidates ran)
 JUDGING_COMMANDS = ("eval", "eval-many", "run", "mutate")   # the commands that start workers
-COMMANDS = (list_cmd, eval_cmd, eval_many, run_cmd, mutate, compare, report)    # in `gauntlet --help`'s order
+COMMANDS = (list_cmd, new, eval_cmd, eval_many, run_cmd, mutate, report)   # `gauntlet --help`'s order
 
 
 def main(argv: list[str] | None = None) -> int:

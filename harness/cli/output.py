@@ -107,7 +107,7 @@ def print_record(record) -> None:
     for r in record.reasons:
         print(f"  [{r['code']}] {r['detail']}")
         if r.get("repro"):
-            print(f"    replay: {r['repro']}")
+            print(f"    replay: {runnable(r['repro'])}")
     for t in record.timings:
         shape = "x".join(str(v) for v in t["shape"].values())
         base = "  ".join(f"{k} {b['speedup']:.2f}x [{b['ci95'][0]:.2f},{b['ci95'][1]:.2f}]"
@@ -119,3 +119,33 @@ def print_record(record) -> None:
         print(f"  sandbox {conf.get('mode')}: Landlock ABI {conf.get('landlock_abi') or 'none'}, "
               f"seccomp {'on' if conf.get('seccomp') else 'off'}, capabilities {conf.get('capabilities')} ({state})")
     print(f"  seed {record.seed}, {record.elapsed_s:.1f}s")
+
+
+DETAIL_CHARS = 240      # a failure's first reason on a run's progress: two lines of a terminal; the record has it all
+
+
+def runnable(command: str) -> str:
+    """A `gauntlet ...` command from a record (which keeps it in that form, the same on every machine), started the
+    way this process was, so that it runs as printed (gauntlet.judge.records.stopped.invoked_as)."""
+    import shlex
+    from ..judge.records import stopped
+    if not command.startswith("gauntlet "):
+        return command
+    return shlex.join(stopped.invoked_as()) + command[len("gauntlet"):]
+
+
+def failure_lines(record) -> list[str]:
+    """What a run says under a judgement that did not pass: the first reason's detail, cut to DETAIL_CHARS, and the
+    command that replays it (the reason's own, a failing case's; else the whole judgement again, with its seed)."""
+    if record.verdict in ("pass", "unsupported") or not record.reasons:
+        return []
+    first = record.reasons[0]
+    detail = first["detail"] if len(first["detail"]) <= DETAIL_CHARS else first["detail"][:DETAIL_CHARS - 3] + "..."
+    more = f" (and {len(record.reasons) - 1} more reason(s) in the results file)" if len(record.reasons) > 1 else ""
+    repro = next((r["repro"] for r in record.reasons if r.get("repro")), "")
+    if not repro:
+        import shlex
+        repro = shlex.join(["gauntlet", "eval", record.problem, record.path, "--device", record.device]
+                           + (["--seed", str(record.seed)] if record.seed is not None else []))
+    return [f"    [{first['code']}] {detail}{more}", f"    replay: {runnable(repro)}"]
+

@@ -17,6 +17,10 @@ def add(sub) -> None:
                                    "own folders') of every (or the named) problem")
     p.add_argument("--problem", action="append", help="limit to these problems (repeatable)")
     p.add_argument("--solution", action="append", help="limit to these solution names (repeatable)")
+    p.add_argument("--shipped", action="store_true",
+                   help="where you have folders of your own (--problems, GAUNTLET_PROBLEMS, [tool.gauntlet]), "
+                        "judge Gauntlet's shipped solutions too (default: only your own; a problem named with "
+                        "--problem is judged with all of its solutions)")
     options.common_options(p)
     options.search_options(p)
     p.add_argument("--out", default="results/results.json", help="results file; resumed if it exists")
@@ -41,6 +45,7 @@ def run(args) -> int:
     problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
     plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
             if not args.solution or s.name in args.solution]
+    plan = _own(plan, discover.search_path(), args)
     if not plan:
         raise UsageError("nothing to run: no solution matches the filters")
     options.check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
@@ -112,6 +117,8 @@ def run(args) -> int:
                 and result["where"].get("device") else ""
             verdict = f"{record.verdict}{' (' + codes + ')' if codes else ''}"
             output.progress(len(settled), len(plan), keys[i], f"{verdict} in {result['wall_s']:.1f}s{on}", clock)
+            for line in output.failure_lines(record):
+                print(line, file=sys.stderr, flush=True)
         together = ""
         if device == "cuda":
             from ..executors.exclusive import timed_together
@@ -130,6 +137,25 @@ def run(args) -> int:
     finally:
         executor.close()
     return 1 if failed else 0
+
+
+def _own(plan: list, sp, args) -> list:
+    """Where the search path has folders of the user's own, `run` judges the solutions in them: in a kernel team's
+    repository the suite is its kernels, and the 43 shipped ones beside them would be most of the run and of its
+    failures' count. --shipped, or naming problems with --problem, judges everything found. A checkout of Gauntlet
+    (no folders of its own on the search path) judges the shipped solutions: they are its suite."""
+    if args.shipped or args.problem or not (sp.problems or sp.solutions):
+        return plan
+    mine = [(p, s) for p, s in plan if any(s.path.resolve().is_relative_to(root) for root in sp.solutions)]
+    if not mine:
+        where = ", ".join(str(f) for f in sp.solutions) or "none (no solutions/ beside your problems folder)"
+        raise UsageError(f"nothing to run: your solutions folders ({where}) hold no solution"
+                         f"{' matching --solution' if args.solution else ''}; add <problem>/<name>.py there, or "
+                         "--shipped to judge Gauntlet's own")
+    if len(mine) < len(plan):
+        print(f"gauntlet run: your {len(mine)} solution(s) only, of {len(plan)} on the search path (--shipped for "
+              "Gauntlet's own too)", file=sys.stderr)
+    return mine
 
 
 def _stop_run(stop, args, results, keys, settled, in_flight, tally) -> int:

@@ -149,8 +149,10 @@ def _judge_all(problem, solution, opts, record, dtypes) -> None:
                 first = None
                 stages.lap("start")
                 if judge is None:
+                    why = "its import failed (import_error below)" if any(
+                        r["code"] == "import_error" for r in record.reasons) else "its process did not start"
                     for rest in dtypes[i:]:
-                        record.skipped[rest.name] = "not judged: the candidate's process did not start"
+                        record.skipped[rest.name] = f"not judged: {why}"
                     break
             reasons = fuzz_dtype(judge, spec, opts, record)
             judge.release()                  # before timing: its inputs need the room (calls.Judge.release)
@@ -209,8 +211,11 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
             if started is not None:
                 started.append(again)
             return _start_judge(problem, solution, opts, record, base, budget, again, started, retry=False)
-        if exc.reason.to_json() not in record.reasons:
-            record.reasons.append(exc.reason.to_json())
+        reason = exc.reason
+        if reason.code == "import_error":
+            reason = Reason("import_error", import_detail(reason.detail, str(solution.path)), reason.repro)
+        if reason.to_json() not in record.reasons:
+            record.reasons.append(reason.to_json())
         return None
     record.confinement = {"candidate": child.confinement,
                           "baseline": getattr(base, "confinement", None)}   # a baseline still starting: set when it has
@@ -218,6 +223,16 @@ def _start_judge(problem, solution, opts, record, base, budget=None, child=None,
     return Judge(problem, child, opts.device, timeout=opts.case_timeout_s, base=base,
                  declared=frozenset(d for d in declared if isinstance(d, str)) if isinstance(declared, list)
                  else frozenset(), custom=solution.backend != "torch")
+
+
+def import_detail(detail: str, path: str) -> str:
+    """A failed import said as one: its first line names the file and the exception, and the traceback the worker
+    sent starts at the candidate's own frames (the worker's and the loader's above them say nothing to the author)."""
+    lines = detail.rstrip().splitlines()
+    if not lines or not lines[0].startswith("Traceback"):
+        return detail
+    mine = next((i for i, line in enumerate(lines) if line.strip().startswith(f'File "{path}"')), 1)
+    return f"the import of {path} failed: {lines[-1]}\n" + "\n".join(lines[mine:])
 
 
 def _scores(record: EvalRecord) -> dict:

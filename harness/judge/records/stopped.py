@@ -7,14 +7,33 @@ Kept apart from the CLI so that the words a user (or a CI log) reads after a sto
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import shlex
+import shutil
+import sys
 
 SHOWN = 5      # not-judged keys named on the line; the results file holds all of them
 
 
-def resume_command(argv: list[str]) -> str:
-    """The same command without `--fresh`: run resumes by default, and --fresh would throw away what was kept."""
-    return "gauntlet " + shlex.join(a for a in argv if a != "--fresh")
+def resume_command(argv: list[str], program: list[str] | None = None) -> str:
+    """The same command without `--fresh` (run resumes by default, and --fresh would throw away what was kept),
+    started the way this one was (`invoked_as`), so that it runs as printed, pasted into the same shell."""
+    return shlex.join([*(program or invoked_as()), *(a for a in argv if a != "--fresh")])
+
+
+def invoked_as(argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """The command that started this process: `gauntlet` where that name on PATH is this very script; the script's
+    absolute path where it is not (`.venv/bin/gauntlet` in a checkout whose venv is not activated: a bare `gauntlet`
+    there is "command not found"); `<python> -m gauntlet` for `python -m gauntlet`, and for a caller that runs the
+    CLI in-process (a test under pytest), where that is the one form sure to run this package."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = executable or sys.executable
+    name = os.path.basename(argv0)
+    if name.startswith("gauntlet") and not name.endswith(".py") and os.path.isfile(argv0):
+        script = os.path.realpath(argv0)
+        found = shutil.which(name)
+        return [name] if found and os.path.realpath(found) == script else [os.path.abspath(argv0)]
+    return [executable, "-m", "gauntlet"]
 
 
 def run_mark(signal_name: str, plan: list[str], settled: set[str], in_flight: str | None, resume: str) -> dict:

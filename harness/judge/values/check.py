@@ -194,16 +194,36 @@ def value_reasons(out: torch.Tensor, expected: Expected, spec: DtypeSpec) -> lis
     norm_c, norm_t, norm_s = (math.sqrt(sq[k]) for k in "cts")
     norm_budget = spec.k_norm * norm_t + spec.floor * spec.unit_roundoff * norm_s
     if not norm_c <= norm_budget:
-        reasons.append(Reason("mismatch", f"norm-wise error {norm_c:.3e} > budget {norm_budget:.3e} "
-                                          f"(torch's own error {norm_t:.3e}, k_norm={spec.k_norm:g})"))
+        reasons.append(Reason("mismatch", norm_message(norm_c, norm_t, norm_s, spec)))
     if over_total:
         _, idx, got, want, lo_v, hi_v = worst
         reasons.append(Reason("mismatch", (
-            f"{over_total} of {over_numel} element(s) outside the element-wise budget; worst at {idx}: "
-            f"got {got:.8g}, expected {want:.8g}, allowed [{lo_v:.8g}, {hi_v:.8g}] (k_elem={spec.k_elem:g}, "
-            f"k_acc={spec.k_acc:g}); first at {first}"
+            f"{over_total} of {over_numel} element(s) outside the element-wise budget; worst at {idx}: off by "
+            f"{_times(worst[0])} the error it may have (got {got:.8g}, expected {want:.8g}, allowed "
+            f"[{lo_v:.8g}, {hi_v:.8g}] from k_elem={spec.k_elem:g}, k_acc={spec.k_acc:g}); first at {first}"
             + (f"; leading-dim indices include {sorted(set(rows))[:8]}" if rows else ""))))
     return reasons
+
+
+def norm_message(norm_c: float, norm_t: float, norm_s: float, spec: DtypeSpec) -> str:
+    """The norm-wise failure in words a reader can act on: how many times the budget the error is first (1.2 x is a
+    near miss, 3e6 x a wrong answer), then the figures it comes from, each named. The raw figures stay in the text,
+    in full, for scripts and for comparing runs."""
+    tied = spec.k_norm * norm_t
+    floor = spec.floor * spec.unit_roundoff * norm_s
+    budget = tied + floor
+    ratio = norm_c / budget if budget > 0 else math.inf
+    parts = f"{spec.k_norm:g} x torch's own error {norm_t:.3e} at this precision"
+    if floor > 0:
+        parts += f" + a floor of {floor:.3e} ({spec.floor:g} units of roundoff of the output's scale)"
+    return f"norm-wise error is {_times(ratio)} the budget ({norm_c:.3e} against {budget:.3e} = {parts})"
+
+
+def _times(ratio: float) -> str:
+    """A ratio as a reader compares it with 1: two significant figures (NaN: the error itself is not a number)."""
+    if math.isnan(ratio):
+        return "NaN x"
+    return "an infinite multiple of" if math.isinf(ratio) else f"{ratio:.2g} x"
 
 
 def _scale(expected: Expected, finite: torch.Tensor) -> torch.Tensor:
