@@ -79,7 +79,7 @@ def test_typo_in_a_problems_baseline_is_blamed_on_the_problem(tmp_path):
     doc = _one_json(out)
     assert code == 2 and doc["blame"] == "problem" and "torch_matmull" in doc["error"], doc
     yaml_path.write_text(yaml_path.read_text().replace("    budget: 1500000", "    budgte: 1500000"))
-    code, out, _ = _cli("list", *mine, cwd=copy, env=env)
+    code, out, _ = _cli("list", cwd=copy, env=env)
     assert code == 2
 
 
