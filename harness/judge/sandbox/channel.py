@@ -6,8 +6,10 @@ of its own over the reply descriptor and relay each reply through a thread that 
 call reports, say) before writing it to the judge's pipe through a copy of the real descriptor. So before the judge
 accepts a reply it checks that each handed number still refers to the file the judge made (the same pipe inode as
 the judge's own end: os.fstat of the judge's end against os.stat of /proc/PID/fd/N), opened the same way (fdinfo
-flags), and that no other descriptor of the worker or its descendants refers to the judge's pipes (a relay's kept
-copy). A few stat calls a reply.
+flags), and that no other descriptor of the worker refers to the judge's pipes (a relay's kept copy). A few stat
+calls a reply. A descendant's copies are not looked for: a forked process inherits every descriptor of the worker
+(os.fork keeps them all), its being alive is `background_work` already (gauntlet.judge.sandbox.tasks), and a relay in
+it still needs the worker's own descriptor swapped, which is seen.
 
 What remains: a relay that puts the real descriptor back before each reply and takes it out again only after the
 judge has checked (it can poll the request pipe to learn when the next request came), keeping the real end between
@@ -67,9 +69,8 @@ class Channel:
         self.fds = fds
         self.pipe_links = {f"pipe:[{h.key[1]}]": h for h in fds if h.pipe}
 
-    def check(self, pid: int, tree: list[int] = (), closed_ok: bool = False) -> str | None:
-        """`pid`: the worker; `tree`: its descendants and escaped processes, none of which may hold the judge's
-        pipes. `closed_ok`: a handed descriptor that is gone is not a finding (a worker closing its channel cannot
+    def check(self, pid: int, closed_ok: bool = False) -> str | None:
+        """`pid`: the worker. `closed_ok`: a handed descriptor that is gone is not a finding (a worker closing its channel cannot
         answer, and the judge reads that as a crash); at a reply it is one (the reply came from elsewhere)."""
         for h in self.fds:
             path = f"/proc/{pid}/fd/{h.number}"
@@ -90,16 +91,14 @@ class Channel:
             if access is not None and access != h.access:
                 return (f"the {h.what} descriptor (fd {h.number}) is open {ACCESS.get(access, access)}, the judge "
                         f"handed it {ACCESS[h.access]}")
-        for p in [pid, *tree]:
-            try:
-                names = os.listdir(f"/proc/{p}/fd")
-            except OSError:
-                continue
-            for name in names:
-                link = _link(f"/proc/{p}/fd/{name}")
-                h = self.pipe_links.get(link)
-                if h is not None and not (p == pid and int(name) == h.number):
-                    where = "the worker" if p == pid else f"process {p} of its tree"
-                    return (f"a second descriptor of the judge's {h.what} pipe ({link}) is open in {where} as fd "
-                            f"{name}, besides fd {h.number} (a relay's copy?)")
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            return None
+        for name in names:
+            link = _link(f"/proc/{pid}/fd/{name}")
+            h = self.pipe_links.get(link)
+            if h is not None and int(name) != h.number:
+                return (f"a second descriptor of the judge's {h.what} pipe ({link}) is open in the worker as fd "
+                        f"{name}, besides fd {h.number} (a relay's copy?)")
         return None

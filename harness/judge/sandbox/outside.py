@@ -54,8 +54,7 @@ class Outside:
         return header
 
     def look(self) -> str | None:
-        """For the watchdog's every look: the worker's own descriptors (not its descendants': a child between fork
-        and exec holds a copy of each for a moment)."""
+        """For the watchdog's every look."""
         return self.channel.check(self.pid, closed_ok=True) if self.channel is not None else None
 
     def before_request(self) -> None:
@@ -79,8 +78,7 @@ class Outside:
         self.last_call_s = time.monotonic() - self.t0
         if self.channel is None:
             return None
-        tree = [p for p in self.pids() if p != self.pid]
-        found = self.channel.check(self.pid, tree)
+        found = self.channel.check(self.pid)
         if found:
             return found
         seen = self.tasks.after_reply()
