@@ -49,6 +49,7 @@ def judge(name: str, dtypes, examples=6, timeout=60.0, seed=None):
 
 SERIAL = {"writes_into_source_tree"}     # tests/test_tree_tamper.py, run alone
 from tests.test_sandbox import FIXTURES as SANDBOX      # noqa: E402 - resource bounds, judged with their own limits
+from tests.test_outside_proc import FIXTURES as OUTSIDE  # noqa: E402 - judged where the runner's bounds are known
 from tests import needs
 
 
@@ -63,7 +64,7 @@ def _declares_expected(path) -> bool:
 def test_every_fixture_is_listed():
     """Each fixture is claimed by this table, by the serial test, or by its own EXPECTED line (test_corpus_extra)."""
     declared = {p.stem for p in BAD.glob("*.py") if _declares_expected(p)}
-    assert sorted(p.stem for p in BAD.glob("*.py")) == sorted(set(EXPECTED) | SERIAL | SANDBOX | declared)
+    assert sorted(p.stem for p in BAD.glob("*.py")) == sorted(set(EXPECTED) | SERIAL | SANDBOX | OUTSIDE | declared)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

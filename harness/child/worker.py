@@ -36,6 +36,8 @@ def main(argv: list[str]) -> int:
     global STRAGGLER_LIMIT_MS
     STRAGGLER_LIMIT_MS = _straggler_limit_ms()    # read before the candidate is imported: it could set the variable
     session = Session(role, problem_dir, path, backend, device, json.loads(baselines), fmt)
+    # The judge reads this process's tasks from /proc once its start-up is done, before the candidate's import.
+    session.pause = lambda: protocol.send(resp_fd, {"ok": True, "stage": "before_import"}) or protocol.recv(req_fd)
     hello = session.prepare()
     if hello is None and gated:
         # The judge's word: the baseline worker has measured the quiet GPU, so this process may now use the GPU
@@ -68,6 +70,7 @@ class Session:
         self.solve = None
         self.watch = self.snapshot = None
         self.benches: dict = {}
+        self.pause = None
 
     # -- start-up ------------------------------------------------------------------------------------------------
     def prepare(self) -> dict | None:
@@ -116,10 +119,13 @@ class Session:
         from .profiling import CallProfiler
         with CallProfiler(self.device):
             torch.zeros(1, device=self.device).add_(1)    # the profiler's lazy set-up (env, threads) happens now
+        torch.ones(1 << 18).mul_(2)     # the CPU's intra-op thread pool starts now, not in a call (judge.sandbox.tasks)
         self.snapshot = state.Snapshot()
         self.watch = guard.TamperWatch()
         if self.role == "baseline":
             return hello
+        if self.pause is not None:
+            self.pause()
         return self._import_candidate()
 
     def _import_candidate(self) -> dict:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ... import discover, protocol
 from . import bytecode, cache, pids
-from .pids import become_subreaper, signal_group, signal_pid, stat
+from .pids import become_subreaper, close_all, signal_group, signal_pid, stat  # noqa: F401 - close_all: API
 from .watchdog import Bounds, TimeBudget, Watchdog, worker_bounds
-from ..sandbox import Confinement, verify
+from ..sandbox import Confinement, outside, verify
 from ..sandbox.limits import Limits
 from ...reasons import CODES, Reason
 
@@ -48,20 +48,6 @@ def _worker_env(home: str) -> dict:
                **{var: os.path.join(home, sub) for var, sub in cache.COMPILER_DIRS.items()})
     env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
     return bytecode.worker_env(env)
-
-
-def close_all(children: list) -> None:
-    """Close workers together: every worker's whole tree is sent SIGKILL (escaped processes included), then each is
-    reaped. No orderly exit is asked for: every answer of the judgement is in when a worker is closed, and that exit
-    was only the interpreter's and torch's teardown (0.8 s on a CPU host, about a second with a CUDA context) on
-    every judgement's way out. A killed worker's GPU memory is freed as its files close, which is before it can be
-    reaped, so whatever follows finds the card as free as after an orderly exit. The kills go out to all first, so
-    the teardowns overlap instead of adding up."""
-    live = [child for child in children if child is not None and child._stop_watching()]
-    for child in live:
-        child._kill_tree(once=True)
-    for child in live:
-        child._finish_close()
 
 
 class Child:
@@ -97,6 +83,7 @@ class Child:
         self.sandbox = Confinement(sandbox or DEFAULT_SANDBOX, self.tmp.name,
                                    Limits(file_bytes=MAX_FILE_BYTES))
         self.alive = False
+        self.outside = self.sandbox.outside = outside.Outside((bounds or Bounds()).ram_bytes, role == "candidate")
         # What this very file compiled when it was last judged (cache.seed_compiled), only where Landlock keeps
         # every worker out of the judge's cache folder.
         self.compiled = (cache.compiled_key(path, fmt or "native")
@@ -120,12 +107,14 @@ class Child:
             for fd in (req_r, resp_w, self.req_w, self.resp_r):
                 os.close(fd)
             self.area and self.area.close()
-            self.sandbox.close()
+            self.outside.group.remove()   # (the sandbox is closed below)
             self.tmp.cleanup()
             raise RuntimeError(f"the {role} worker could not be confined ({exc}); "
                                f"{self.log_tail_of(self.log_path)}") from None
         finally:
             self.sandbox.close()          # the child holds its own copy of the ruleset, in force
+        self.outside.started(self.proc.pid, lambda: pids.tree(self.proc.pid, self._escaped_cheap()),
+                             outside.handed_fds(req_r, self.req_w, self.resp_r, resp_w, self.area.fd if self.area else None))
         os.close(req_r)
         os.close(resp_w)
         pids.LIVE.add(self.proc.pid)
@@ -148,7 +137,7 @@ class Child:
         if self.watchdog is None:
             bounds, card = worker_bounds(*self._watch_args, self.device)
             self.watchdog = Watchdog(self.proc.pid, self.tmp.name, bounds, self._escaped_cheap, gpu=card,
-                                     area_fd=self.area.fd if self.area else None)
+                                     area_fd=self.area.fd if self.area else None, channel=self.outside.look)
 
     def release(self) -> None:
         """Let a gated worker go on to the GPU (and, a candidate's, to its import) without waiting for it: the
@@ -179,6 +168,8 @@ class Child:
         # _recv bounds the wait by what is left of the total, and names the total when that is what ran out (a
         # start cut short by it was once reported as the start's own limit, under 14 pytest workers on one H100)
         header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution", max_blob=0)
+        header = self.outside.at_start(header, lambda: protocol.send(self.req_w, {"op": "import"}) or self._recv(
+            START_TIMEOUT_S, "importing the solution", max_blob=0)[0])   # the tasks before the candidate's import
         self.confinement = verify.verify(self, header)
         if not header.get("ok"):
             self.close()
@@ -196,11 +187,17 @@ class Child:
             raise ChildFailed(Reason("timeout", f"the judgement's total time limit of {self.budget.limit_s:.0f} s "
                                                 f"was used up before {what}"))
         self.cont()
+        self.outside.before_request()
         try:
             protocol.send(self.req_w, header)
         except (BrokenPipeError, OSError):
             raise ChildFailed(self._death_reason(what)) from None
-        return self._recv(timeout, what, max_blob, device)
+        tampered = self.outside.midway(self.resp_r)       # the channel, checked from outside (sandbox.channel)
+        reply = None if tampered else self._recv(timeout, what, max_blob, device)
+        if tampered or (tampered := self.outside.after_reply(header.get("op"), reply[0])):
+            self.close()
+            raise ChildFailed(Reason("tampering", f"while {what}: {tampered}"))
+        return reply
 
     # -- stopping: while the other side is timed, nothing of this one runs ------------------------------------
     def stop(self) -> None:
@@ -260,9 +257,11 @@ class Child:
         except subprocess.TimeoutExpired:
             code = None
         tail = self.log_tail()            # before close(), which removes the scratch dir and the log with it
+        kernel = self.outside.stopped_by_kernel()     # before close() too, which removes the worker's memory group
         self.close()
-        if self.watchdog is not None and self.watchdog.tripped:
-            return Reason("crash", f"the {self.role}'s process was stopped by the judge: {self.watchdog.tripped}")
+        stopped = self.watchdog.stopped(self.role) if self.watchdog is not None else None
+        if stopped or kernel:
+            return stopped or Reason("crash", f"the {self.role}'s process was stopped by the kernel: {kernel}")
         if code is not None and code < 0:
             how = f"killed by {signal.Signals(-code).name}"
         elif code == 0:
@@ -305,6 +304,7 @@ class Child:
                 pass
         self.req_w = self.resp_r = -1
         self.area and self.area.close()
+        self.outside.group.remove()
         pids.LIVE.discard(self.proc.pid)
         if self.compiled:                 # the worker's whole tree is dead: nothing writes its scratch any more
             cache.harvest_compiled(self.compiled, self.tmp.name)

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from ...cards import CardMemory, judges_per_gpu
+from ...reasons import Reason
 from ..sandbox.usage import held, pss, rss_threads, scratch_usage
 
 POLL_S = 0.1
@@ -192,14 +193,18 @@ class Watchdog:
     """Started once a worker runs; `tripped` holds the first bound passed (then the tree has been killed)."""
 
     def __init__(self, pid: int, scratch: str, bounds: Bounds, escaped, gpu: CardMemory | None = None,
-                 area_fd: int | None = None):
+                 area_fd: int | None = None, channel=None):
         """`area_fd`: the worker's shared blob area (gauntlet.protocol.Area), whose written pages count as the
-        worker's host memory (`area_bytes`)."""
+        worker's host memory (`area_bytes`). `channel()`: how the worker's end of the judge's channel was tampered
+        with, or None (gauntlet.judge.sandbox.channel), checked at every look: a relay that swaps the reply
+        descriptor is caught whenever a look lands while it is swapped."""
         self.pid, self.scratch, self.bounds, self.escaped, self.gpu = pid, scratch, bounds, escaped, gpu
         self.area_fd = area_fd
         self.area_file = _file_key(area_fd)    # counted by area_bytes, so not again by held()
         self.held = (0, 0)          # (memfd bytes, unlinked-file bytes) held open, refreshed at the disk pace
         self.tripped: str | None = None
+        self.code = "crash"         # "tampering" where the trip was the channel's
+        self.channel = channel
         self.peak = {"ram_gib": 0.0, "gpu_gib": 0.0, "processes": 0, "threads": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gauntlet-watchdog", daemon=True)
@@ -230,7 +235,17 @@ class Watchdog:
                 self.kill()
                 return
 
+    def stopped(self, role: str) -> Reason | None:
+        """Why the judge stopped the worker, or None."""
+        if not self.tripped:
+            return None
+        return Reason(self.code, f"the {role}'s process was stopped by the judge: {self.tripped}")
+
     def look(self, disk: bool = True) -> str | None:
+        tampered = self.channel() if self.channel is not None else None
+        if tampered:
+            self.code = "tampering"
+            return tampered
         pids = tree(self.pid, self.escaped())
         rss = threads = 0
         rss_of = {}

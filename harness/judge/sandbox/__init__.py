@@ -76,6 +76,7 @@ class Confinement:
         self.mode, self.scratch = mode, scratch
         self.bounds = bounds or limits.Limits()
         self.ruleset = self.filter = None
+        self.outside = None         # the worker's memory group, joined first (gauntlet.judge.sandbox.outside)
         offer = offered()
         if mode != "off" and offer["landlock_abi"]:
             self.ruleset = landlock.Ruleset(offer["landlock_abi"])
@@ -88,6 +89,8 @@ class Confinement:
     def preexec(self) -> None:
         """In the forked child, just before exec: bounds, then capabilities, no_new_privs, Landlock, seccomp. Any
         failure raises, and subprocess reports it to the judge as a failed start (never a silently open worker)."""
+        if self.outside is not None:
+            self.outside.group.join()      # before anything of the worker is charged anywhere else
         limits.apply(self.bounds)
         if self.mode == "off":
             return

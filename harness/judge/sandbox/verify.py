@@ -22,6 +22,7 @@ def verify(child, hello: dict) -> dict:
             "no_capabilities": child.sandbox.mode != "off", "writes_refused": bool(child.sandbox.ruleset)}
     out["verified"] = all(seen[k] for k, v in want.items() if v) and bool(status)
     out["watchdog"] = child.watchdog.bounds.as_record()
+    out["memory_bound"] = child.outside.group.describe()    # the kernel's bound, or why there is none here
     if child.sandbox.mode == "require" and not out["verified"]:
         child.close()
         raise RuntimeError(f"--sandbox require: the {child.role} worker is not confined as set: "
