@@ -1,12 +1,14 @@
 """Gauntlet works outside its checkout, installed as a user installs it. A wheel built from the repository carries
-the harness, the reports and the shipped problems and solutions; the README's "Use it in your own repository"
-recipe, run line by line in a fresh virtualenv that has nothing but torch (no system site-packages, the rest from
-the package index as pip resolves the wheel's dependencies), judges a user's own problem and kernels with pytest,
-including a problem whose baseline is a shipped solution, and nothing is written beside the installed package.
+one import package, `gauntlet` (the harness, the reports and the shipped problems and solutions inside it); the
+README's "Use it in your own repository" recipe, run line by line in a fresh virtualenv that has nothing but torch
+(no system site-packages, the rest from the package index as pip resolves the dependencies, the Triton extra
+included), installs from the README's git URL pointed at a copy of this checkout (no hand-built wheel), and judges a
+user's own problem and kernels, a Triton kernel among them, with pytest, including a problem whose baseline is a
+shipped solution; nothing is written beside the installed package.
 
 The fresh virtualenv is made once per module (torch's install is most of this file's time) and skipped, with the
-reason, only when the package index cannot be reached. The wheel is built offline, with this interpreter's
-setuptools (--no-build-isolation).
+reason, only when the package index cannot be reached. The wheel of the layout test is built offline, with this
+interpreter's setuptools (--no-build-isolation).
 """
 import os
 import shutil
@@ -91,6 +93,39 @@ PROJECT = {
 }
 
 
+# The README's Triton kernel (its contract example), judged on the CPU by Triton's interpreter: the extra works.
+TRITON_MM = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    BACKEND = "triton"
+
+
+    @triton.jit
+    def _mm(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm = tl.program_id(0) * BM + tl.arange(0, BM)
+        rn = tl.program_id(1) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            k = k0 + rk
+            x = tl.load(a + rm[:, None] * sam + k[None, :] * sak, mask=(rm[:, None] < M) & (k[None, :] < K), other=0.0)
+            y = tl.load(b + k[:, None] * sbk + rn[None, :] * sbn, mask=(k[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc += tl.dot(x, y)
+        mask = (rm[:, None] < M) & (rn[None, :] < N)
+        tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty), mask=mask)
+
+
+    def solve(a, b):
+        (M, K), N = a.shape, b.shape[1]
+        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+        grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
+        _mm[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), BM=64, BN=64, BK=32)
+        return c
+    """
+
+
 # The fresh virtualenv's project: the README's recipe adds [tool.gauntlet] to this pyproject.toml. Its own problem
 # takes the shipped cuBLAS solution as its baseline (gemm/torch_matmul); one kernel splits K in two (right), one
 # drops the last K column (wrong). No kernel for a shipped problem: a gemm judgement would double this test's judging
@@ -142,6 +177,7 @@ RECIPE_PROJECT = {
             h = a.shape[1] // 2
             return a[:, :h] @ b[:h] + a[:, h:] @ b[h:]
         """,
+    "kernels/solutions/my_mm/triton_mm.py": TRITON_MM,
     "kernels/solutions/my_mm/drops_k_tail.py": """
         BACKEND = "torch"
 
@@ -266,28 +302,42 @@ def test_the_wheel_holds_every_harness_file_and_the_shipped_problems(wheel):
     assert tops == {"gauntlet", next(n for n in tops if n.endswith(".dist-info"))}, sorted(tops)
 
 
-def test_the_readme_recipe_judges_a_users_problem_in_a_fresh_venv_with_only_torch(wheel, recipe_venv, tmp_path):
+def _sources(dest: Path) -> Path:
+    """A copy of what a clone of the repository holds for an install (no build leftovers, no venv)."""
+    for name in SHIPPED:
+        source = CHECKOUT / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "out"))
+        else:
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def test_the_readme_recipe_judges_a_users_problem_in_a_fresh_venv_with_only_torch(recipe_venv, tmp_path):
     project = _make_project(tmp_path / "project", RECIPE_PROJECT)
     install, configure, judge = _recipe()
-    wanted = next(word for word in install.split() if word.endswith(".whl"))
-    assert wanted == wheel.name, f"the README installs {wanted}, the build makes {wheel.name}"
-    shutil.copy2(wheel, project / wheel.name)
+    url = "git+https://github.com/OWNER/gauntlet"
+    assert url in install and "[triton]" in install, install
+    install = install.replace(url, f"file://{_sources(tmp_path / 'gauntlet-src')}")
     env = _clean_env(recipe_venv)
 
-    # Line 1: the wheel, its dependencies resolved from the index (numpy among them: the harness's wire needs it).
+    # Line 1: the package and its dependencies from the index (numpy among them: the harness's wire needs it), the
+    # Triton extra too, built from the sources as pip builds a git URL: no wheel made by hand.
     code, out = _run(["bash", "-c", install], project, env, timeout=900)
     if code != 0 and _index_unreachable():
         pytest.skip(_index_unreachable())
     assert code == 0, out
-    code, out = _run([recipe_venv / "bin" / "python", "-c", "import gauntlet, numpy, hypothesis, yaml, pytest; "
+    code, out = _run([recipe_venv / "bin" / "python", "-c", "import gauntlet, numpy, hypothesis, yaml, pytest, triton; "
                       "print(gauntlet.__file__)"], project, env)
-    assert code == 0 and out.startswith(str(recipe_venv)), out            # the wheel's harness, not the checkout's
+    assert code == 0 and out.startswith(str(recipe_venv)), out            # the installed package, not the checkout
     installed = _tree(recipe_venv / "lib")
     # The leaderboard page's template and stylesheet load from the installed package (package data), not the
     # checkout; in Python rather than `gauntlet report`, to spare a process that imports torch.
     board = project / "board"
     code, said = _run([recipe_venv / "bin" / "python", "-c", "import sys, gauntlet.reports.page as p; "
-                       "from gauntlet.reports.leaderboard import build; print(p.__file__, build(sys.argv[1:2], sys.argv[2])['html'])",
+                       "from gauntlet.reports.leaderboard import build; "
+                       "print(p.__file__, build(sys.argv[1:2], sys.argv[2])['html'])",
                        CHECKOUT / "tests/data/h100_triton_tiled_1.json", board], project, env)
     assert code == 0 and any(line.startswith(str(recipe_venv)) for line in said.splitlines() if "page.py" in line), said
     assert "<table class=\"grid\">" in (board / "leaderboard.html").read_text()
@@ -301,7 +351,7 @@ def test_the_readme_recipe_judges_a_users_problem_in_a_fresh_venv_with_only_torc
     assert judge.split()[0] == "pytest"
     code, out = _run(["bash", "-c", judge], project, env, timeout=600)
     assert code == 1, out                                                 # the wrong kernel fails the session
-    assert "1 failed, 1 passed" in out, out
+    assert "1 failed, 2 passed" in out, out
     assert "FAILED kernels/solutions/my_mm/drops_k_tail.py::my_mm/drops_k_tail[float32]" in out, out
     assert "[mismatch]" in out and "replay: gauntlet eval my_mm " in out, out
     assert (project / ".gauntlet" / "failures" / "my_mm").is_dir()       # state lives in the user's project
@@ -309,7 +359,7 @@ def test_the_readme_recipe_judges_a_users_problem_in_a_fresh_venv_with_only_torc
     code, listing = _run([recipe_venv / "bin" / "gauntlet", "list"], project, env)
     assert code == 0, listing
     assert "\nbmm: " in listing and str(project / "kernels/problems/my_mm") in listing  # shipped, and the user's
-    assert _listed_solutions(listing, "my_mm") == ["drops_k_tail", "split_k"]
+    assert _listed_solutions(listing, "my_mm") == ["drops_k_tail", "split_k", "triton_mm"]
     assert "triton_tiled" in _listed_solutions(listing, "gemm")
     assert _tree(recipe_venv / "lib") == installed                        # nothing written beside the package
 
