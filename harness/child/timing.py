@@ -96,8 +96,8 @@ class Bench:
         self.flush = Flusher(next(x.device for x in self.sets[0] if isinstance(x, torch.Tensor)))
         self.kept: list = []
 
-    def refill(self, k: int) -> int:
-        seed = self.rng.randrange(2**31)
+    def refill(self, k: int, seed: int | None = None) -> int:
+        seed = self.rng.randrange(2**31) if seed is None else seed
         for dst, src in zip(self.sets[k], self.make_set(seed)):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)
@@ -174,6 +174,38 @@ class Bench:
                 guard.poison(snap)
         found = {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "shared_outputs": shared}
         return dict(found, started=started) if ask_started else found
+
+    def span(self, calls: int, hold_ms: float, seed: int):
+        """The outside clock's span (gauntlet.judge.timing.outside): `calls` calls queued back to back behind ONE
+        hold, each after the same L2 flush as a timed call, with no profiler and no sync between them, then one
+        device-wide sync. The last call runs on an input set refilled from `seed` (the judge's, so its output cannot
+        have been made before the request came); the others cycle over the remaining sets (inputs unchanged: the
+        flush, not fresh values, is what keeps a call from finding its operands in L2). Each output is dropped
+        before the next call (the allocator reuses its block, on both sides alike). Returns (seed,
+        description of the last output, snapshot of it taken on the stream right after the call, whether the hold
+        ran out before every call was queued: the GPU then waited for the host, and the span measures the launch)."""
+        last = self.rng.randrange(len(self.sets))
+        self.refill(last, seed)
+        others = [k for k in range(len(self.sets)) if k != last] or [last]
+        guard.reset_persisting_l2()
+        torch.cuda.synchronize()
+        held = torch.cuda.Event()
+        hold(hold_ms)
+        held.record()
+        out = None
+        for i in range(calls):
+            k = last if i == calls - 1 else others[i % len(others)]
+            self.flush()
+            out = None                       # the previous output's block goes back to the allocator first
+            out = self.fn(*self.sets[k])
+        starved = held.query()
+        snap, _ = snapshot(out)
+        torch.cuda.synchronize()
+        inputs = tuple(x for s in self.sets for x in s)
+        meta = guard.describe_output(out, inputs)
+        if snap is not out:
+            guard.poison(out)
+        return seed, meta, snap, starved
 
     def spot(self, index: int):
         """(seed, description of the output, snapshot of the output) of call `index` of the last batch."""

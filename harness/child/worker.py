@@ -160,7 +160,8 @@ class Session:
     def handle(self, request: dict):
         op = request.get("op")
         handlers = {"case": self.run_case, "bench_setup": self.bench_setup, "bench_batch": self.bench_batch,
-                    "bench_spot": self.bench_spot, "bench_end": self.bench_end}
+                    "bench_spot": self.bench_spot, "bench_end": self.bench_end,
+                    "bench_span": self.bench_span}
         if op not in handlers or (self.role == "baseline" and op == "case"):
             return {"ok": False, "code": "crash", "detail": f"unknown request {op!r} for a {self.role} worker"}, []
         try:
@@ -304,6 +305,24 @@ class Session:
             return {"ok": True, "seed": seed, "meta": meta}, []
         wire, blob = protocol.tensor_to_wire(snap)
         return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
+
+    def bench_span(self, request: dict):
+        """The outside clock's span (timing.Bench.span; gauntlet.judge.timing.outside times the request from the
+        parent): its reply carries the last call's output, which the parent judges, so replying before the GPU has
+        done the work gains nothing. Both workers send it, so the reply costs both sides the same."""
+        import torch
+
+        from ..inputs import matmul_precision
+        bench, spec = self.benches[request["side"]]
+        with matmul_precision(spec), torch.no_grad():
+            seed, meta, snap, starved = bench.span(int(request["calls"]), float(request["hold_ms"]),
+                                                   int(request["seed"]))
+        header = {"ok": True, "seed": seed, "meta": meta, "starved": starved}
+        if not meta["is_tensor"]:
+            return header, []
+        wire, blob = protocol.tensor_to_wire(snap)
+        del snap
+        return dict(header, wire=wire), [blob]
 
     def bench_end(self, request: dict):
         for bench, _ in self.benches.values():
