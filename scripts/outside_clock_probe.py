@@ -8,8 +8,9 @@
    `spot_checks` beside the timed spots);
 2. triton.testing.do_bench_cudagraph of both on one input set: the harness's speedup against it (fidelity);
 3. the fixture tests/bad/scales_reported_times.py judged with the bound switched off in this process: the negative
-   control (no other check catches it: it passes, faster than it is). The fixture with the bound on is the `gpu`
-   corpus test (tests/test_corpus_extra.py)."""
+   control (no other check catches it: it passes, faster than it is), and with the bound on (also the `gpu` corpus
+   test, tests/test_corpus_extra.py);
+4. where a span's fixed cost goes (`span_costs`)."""
 from __future__ import annotations
 
 import argparse
@@ -57,6 +58,31 @@ def cudagraph() -> dict:
     return {"triton_ms": t, "cublas_ms": c, "ratio": c / t}
 
 
+def span_costs(repeats: int = 5) -> dict:
+    """Where a span's fixed cost goes, in process (cuBLAS at the shape): the refill from the judge's seed, a span of
+    one call behind a 2 ms hold (refill included), and the last output's copy to the host for the reply (ms)."""
+    from gauntlet import protocol
+    from gauntlet.child.timing import Bench
+    problem = discover.get_problem("gemm")
+    make = lambda seed: make_inputs(problem, SHAPE, problem.dtype("bfloat16"), seed, "cuda")  # noqa: E731
+    bench = Bench(torch.matmul, make)
+    bench.warm()
+    out = {"refill": [], "span_1_call_2ms_hold": [], "to_wire": []}
+    for i in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        bench.refill(0, i)
+        torch.cuda.synchronize()
+        out["refill"].append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        _, _, snap, _ = bench.span(1, 2.0, i)
+        out["span_1_call_2ms_hold"].append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        protocol.tensor_to_wire(snap)
+        out["to_wire"].append((time.perf_counter() - t0) * 1e3)
+    return {k: round(min(v), 3) for k, v in out.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
@@ -73,10 +99,15 @@ def main() -> None:
     emit("triton_tiled", judge(ROOT / "solutions" / "gemm" / "triton_tiled.py"))
     emit("cublas_self", judge(ROOT / "solutions" / "gemm" / "torch_matmul.py"))
     emit("do_bench_cudagraph", cudagraph())
+    emit("span_costs_ms", span_costs())
+    emit("fixture", judge(ROOT / "tests" / "bad" / "scales_reported_times.py", budget_s=4.0))
     outside.bound = lambda *a, **k: []          # the negative control: the bound off, in this process only
     emit("fixture_without_bound", judge(ROOT / "tests" / "bad" / "scales_reported_times.py", budget_s=4.0))
     print(f"{'run':<24}{'verdict':<11}{'speedup':>8}  {'reported':>9}{'seen':>9}{'allowed':>9}{'added s':>8}")
     for name, r in res.items():
+        if "ratio" not in r and "verdict" not in r:
+            print(f"{name:<24}{r}")
+            continue
         if "verdict" not in r:
             print(f"{name:<24}ratio {r['ratio']:.4f} (triton {r['triton_ms']:.4f} ms, cublas {r['cublas_ms']:.4f} ms)")
             continue

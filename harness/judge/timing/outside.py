@@ -12,10 +12,11 @@ to cover the host's launches of all of them, the same L2 flush before each call 
 device-wide sync at the end. The parent times each span request from send to reply. For two sizes n1 < n2 (the
 same hold), the slope (T(n2) - T(n1)) / (n2 - n1) is the GPU time of one call plus its flush: the fixed costs (the
 request, the hold, the sync, the reply) cancel. n2 - n1 is chosen so that the difference is SPAN_TARGET_MS of GPU
-time (at most SPAN_MAX_CALLS calls), each size is run SPAN_REPEATS times, interleaved with the baseline's, and the
-median slope is taken. The baseline (the clean worker) is measured the same way: its slope less its reported time
-is this method's offset on this card (the flush, the gaps between kernels), and the candidate's reported time must
-not fall below its own slope less that offset by more than the tolerance (`bound`): otherwise `tampering`.
+time (at most SPAN_MAX_CALLS calls), each size is run SPAN_REPEATS times, interleaved with the baseline's, and each
+size's fastest span counts (the host only ever adds time: `fit`). The baseline (the clean worker) is measured the
+same way: its slope less its reported time is this method's offset on this card (the flush, the gaps between
+kernels), and the candidate's reported time must not fall below its own slope less that offset by more than the
+tolerance (`bound`): otherwise `tampering`.
 
 A reply cannot buy time either way:
 - too early (before the GPU has done the work): each reply carries the output of the span's last call, made from
@@ -40,7 +41,7 @@ from ..process import replies
 from ..process.isolate import ChildFailed
 from ...reasons import Reason
 
-SPAN_TARGET_MS = 10.0         # GPU time by which the two span sizes differ
+SPAN_TARGET_MS = 20.0         # GPU time by which the two span sizes differ
 SPAN_MAX_CALLS = 256          # the longest span (a short call then gives a smaller difference, noisier)
 SPAN_MIN_DIFF = 8             # n2 - n1, at least
 SPAN_REPEATS = 3
@@ -74,25 +75,24 @@ def span_hold(n2: int, host_ms: float, per_call_ms: float) -> float:
 
 
 def fit(spans: list[dict]) -> dict:
-    """A side's spans ({"n", "wall_ms", "hold_ms", "repeat"}) -> {"slope_ms": median over repeats of the slope
-    between the repeat's two sizes, "spread_ms": the slopes' median absolute deviation, "fixed_ms": median of each
-    span's time less its hold and n slopes, "n1", "n2", "long_ms": median time of the n2 spans less their hold}."""
+    """A side's spans ({"n", "wall_ms", "hold_ms", "repeat"}) -> {"slope_ms", "fixed_ms", "long_ms", "spread_ms",
+    "n1", "n2"}. The host only ever adds to a span's time (a wake-up, a page fault, a collection): each size's
+    fastest span (less its hold) is its time, `long_ms` the long one's; the slope is between the two, `fixed_ms`
+    what the long one took beyond n2 slopes. `spread_ms`: how far the slopes of single repeats stray (median
+    absolute deviation from the slope), the noise the bound allows for."""
+    best: dict = {}
     by_repeat: dict = {}
     for s in spans:
-        by_repeat.setdefault(s["repeat"], {})[s["n"]] = s["wall_ms"] - s["hold_ms"]
-    slopes = []
-    for times in by_repeat.values():
-        if len(times) == 2:
-            (n1, t1), (n2, t2) = sorted(times.items())
-            slopes.append((t2 - t1) / (n2 - n1))
-    if not slopes:
-        raise ValueError("no repeat holds two span sizes")
-    slope = statistics.median(slopes)
-    ns = sorted({s["n"] for s in spans})
-    return {"slope_ms": slope, "spread_ms": statistics.median([abs(x - slope) for x in slopes]),
-            "fixed_ms": statistics.median([s["wall_ms"] - s["hold_ms"] - s["n"] * slope for s in spans]),
-            "n1": ns[0], "n2": ns[-1],
-            "long_ms": statistics.median([s["wall_ms"] - s["hold_ms"] for s in spans if s["n"] == ns[-1]])}
+        t = s["wall_ms"] - s["hold_ms"]
+        best[s["n"]] = min(t, best.get(s["n"], t))
+        by_repeat.setdefault(s["repeat"], {})[s["n"]] = t
+    if len(best) != 2:
+        raise ValueError(f"spans of two sizes are needed, not {sorted(best)}")
+    (n1, t1), (n2, t2) = sorted(best.items())
+    slope = (t2 - t1) / (n2 - n1)
+    singles = [(r[n2] - r[n1]) / (n2 - n1) for r in by_repeat.values() if len(r) == 2]
+    return {"slope_ms": slope, "fixed_ms": t2 - n2 * slope, "long_ms": t2, "n1": n1, "n2": n2,
+            "spread_ms": statistics.median([abs(x - slope) for x in singles]) if singles else 0.0}
 
 
 def outside_ms(cand: dict, base: dict) -> float:
