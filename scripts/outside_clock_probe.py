@@ -83,9 +83,31 @@ def span_costs(repeats: int = 5) -> dict:
     return {k: round(min(v), 3) for k, v in out.items()}
 
 
+def span_noise(sizes=(25, 125), repeats=5, hold_ms=15.0) -> dict:
+    """The spans timed in process (cuBLAS; no request, no reply): each size's times (ms, less the hold), to tell the
+    noise of the GPU and the worker's host from that of the request path."""
+    from gauntlet.child.timing import Bench
+    problem = discover.get_problem("gemm")
+    make = lambda seed: make_inputs(problem, SHAPE, problem.dtype("bfloat16"), seed, "cuda")  # noqa: E731
+    bench = Bench(torch.matmul, make)
+    bench.warm()
+    out = {n: [] for n in sizes}
+    for r in range(repeats):
+        for n in sizes:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            bench.span(n, hold_ms, r)
+            out[n].append(round((time.perf_counter() - t0) * 1e3 - hold_ms, 3))
+    n1, n2 = sizes
+    slopes = [(b - a) / (n2 - n1) for a, b in zip(out[n1], out[n2])]
+    return {"times": {str(n): v for n, v in out.items()}, "slopes": [round(x, 5) for x in slopes],
+            "min_slope": round((min(out[n2]) - min(out[n1])) / (n2 - n1), 5)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--control", action="store_true", help="also judge the fixture with the bound switched off")
     out = ap.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     res = {}
@@ -100,9 +122,11 @@ def main() -> None:
     emit("cublas_self", judge(ROOT / "solutions" / "gemm" / "torch_matmul.py"))
     emit("do_bench_cudagraph", cudagraph())
     emit("span_costs_ms", span_costs())
+    emit("span_noise_in_process", span_noise())
     emit("fixture", judge(ROOT / "tests" / "bad" / "scales_reported_times.py", budget_s=4.0))
-    outside.bound = lambda *a, **k: []          # the negative control: the bound off, in this process only
-    emit("fixture_without_bound", judge(ROOT / "tests" / "bad" / "scales_reported_times.py", budget_s=4.0))
+    if "--control" in sys.argv:
+        outside.bound = lambda *a, **k: []      # the negative control: the bound off, in this process only
+        emit("fixture_without_bound", judge(ROOT / "tests" / "bad" / "scales_reported_times.py", budget_s=4.0))
     print(f"{'run':<24}{'verdict':<11}{'speedup':>8}  {'reported':>9}{'seen':>9}{'allowed':>9}{'added s':>8}")
     for name, r in res.items():
         if "ratio" not in r and "verdict" not in r:

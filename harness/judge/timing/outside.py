@@ -216,7 +216,8 @@ class SpanRejected(Exception):
 
 
 def summary(found: dict, label: str) -> dict:
-    """What the record keeps of the outside clock: each side's fit (ms) and the spans' holds."""
+    """What the record keeps of the outside clock: each side's fit (ms), the spans' holds, and each span as [n, its
+    time less its hold] in the order run."""
     out = {"baseline": label}
     for side in ("candidate", label):
         f = fit(found[side])
@@ -224,5 +225,6 @@ def summary(found: dict, label: str) -> dict:
             "slope_ms": round(f["slope_ms"], 5), "spread_ms": round(f["spread_ms"], 5),
             "fixed_ms": round(f["fixed_ms"], 3), "long_ms": round(f["long_ms"], 3), "n": [f["n1"], f["n2"]],
             "hold_ms": round(max(s["hold_ms"] for s in found[side]), 3),
-            "starved_spans": sum(s["starved"] for s in found[side])}
+            "starved_spans": sum(s["starved"] for s in found[side]),
+            "spans": [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in found[side]]}
     return out
