@@ -5,7 +5,9 @@ corpus test."""
 import random
 
 import pytest
+import torch
 
+from gauntlet import protocol
 from gauntlet.judge.timing import outside, spots
 from gauntlet.judge.timing.bench import Schedule
 from tests.test_timing_judgement import FakeWorker
@@ -50,9 +52,9 @@ def test_the_fit_recovers_the_slope_and_the_fixed_cost_through_noise():
 def test_an_honest_candidate_is_within_the_bound_and_a_scaled_one_is_tampering():
     base = outside.fit(_spans(0.20 + FLUSH + 0.002, noise=0.1, seed=1))     # cuBLAS: 0.200 ms reported
     honest = outside.fit(_spans(0.207 + FLUSH + 0.002, noise=0.1, seed=2))
-    assert outside.bound(honest, base, 0.207, 0.200, "cublas") == []
+    assert outside.bound(honest, base, 0.207, 0.200, FLUSH, "cublas") == []
     # Reports 0.8 of its 0.207 ms, every in-process figure made to agree: the parent's clock still sees 0.207.
-    found = outside.bound(honest, base, 0.8 * 0.207, 0.200, "cublas")
+    found = outside.bound(honest, base, 0.8 * 0.207, 0.200, FLUSH, "cublas")
     assert [r.code for r in found] == ["tampering"]
     assert "report 0.1656 ms a call" in found[0].detail and "own clock saw 0.20" in found[0].detail
 
@@ -60,16 +62,16 @@ def test_an_honest_candidate_is_within_the_bound_and_a_scaled_one_is_tampering()
 def test_a_slower_honest_candidate_with_a_larger_fixed_cost_passes():
     base = outside.fit(_spans(0.20 + FLUSH, seed=3))
     cand = outside.fit(_spans(0.5 + FLUSH, fixed=FIXED + 1.0, seed=4))       # its reply: 1 ms more to build
-    assert outside.bound(cand, base, 0.5, 0.20, "cublas") == []
+    assert outside.bound(cand, base, 0.5, 0.20, FLUSH, "cublas") == []
 
 
 def test_a_reply_delayed_on_the_short_spans_does_not_flatten_the_figure():
     """Padding T(n1) lowers the slope; the long spans less the baseline's fixed cost still show the time."""
-    base = outside.fit(_spans(0.20 + FLUSH, seed=5))
-    padded = outside.fit(_spans(0.20 + FLUSH, pad_short=8.0, seed=6))        # slope now 0.03 ms a call lower
-    assert padded["slope_ms"] < 0.20 + FLUSH - 0.15
+    base = outside.fit(_spans(0.20 + FLUSH, sizes=(25, 125), seed=5))
+    padded = outside.fit(_spans(0.20 + FLUSH, sizes=(25, 125), pad_short=8.0, seed=6))    # slope 0.08 ms lower
+    assert padded["slope_ms"] < 0.20 + FLUSH - 0.07
     assert outside.outside_ms(padded, base) >= 0.20 + FLUSH - outside.INTERCEPT_SLACK_MS / padded["n2"] - 1e-9
-    assert [r.code for r in outside.bound(padded, base, 0.8 * 0.20, 0.20, "cublas")] == ["tampering"]
+    assert [r.code for r in outside.bound(padded, base, 0.8 * 0.20, 0.20, FLUSH, "cublas")] == ["tampering"]
 
 
 # -- the schedule, against scripted workers on a fake parent clock -------------------------------------------------
@@ -83,7 +85,8 @@ class _Clock:
 
 
 class SpanWorker(FakeWorker):
-    """A scripted worker whose spans take `fixed + hold + n * (gpu_ms + FLUSH)` on the parent's (fake) clock."""
+    """A scripted worker whose spans take `fixed + hold + n * (gpu_ms + FLUSH)` on the parent's (fake) clock, and
+    whose last output is a small tensor made from the span's seed."""
 
     def __init__(self, name, ms, log, clock, gpu_ms=None, **kw):
         super().__init__(name, ms, log, **kw)
@@ -92,8 +95,19 @@ class SpanWorker(FakeWorker):
         self.spans: list = []
         self.starved_until = 0.0       # a hold shorter than this reports that it ran out
         self.reply = {}                # fields to change in every span reply
+        self.last = None               # the last span's output
+        self.finished_later = False    # the output changes after the reply (the reply came before the work)
 
     def request(self, header, timeout, what, max_blob=0, device=None):
+        if header["op"] == "bench_span_output":
+            self.log.append((self.name, "bench_span_output", self.peer.stopped))
+            seed, out = self.last
+            if self.finished_later:
+                out = out + 1
+            wire, blob = protocol.tensor_to_wire(out)
+            meta = {"is_tensor": True, "dtype": "float32", "shape": list(out.shape), "device": "cuda",
+                    "device_type": "cuda", "aliases_input": "", "stride": [1]}
+            return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
         if header["op"] != "bench_span":
             return super().request(header, timeout, what, max_blob, device)
         self.cont()
@@ -101,9 +115,10 @@ class SpanWorker(FakeWorker):
         n, hold = header["calls"], header["hold_ms"]
         self.spans.append((n, hold))
         self.clock.now += (FIXED + hold + n * (self.gpu_ms + FLUSH)) / 1e3
-        meta = {"is_tensor": False, "type": "x"}
-        return dict({"ok": True, "seed": header["seed"], "meta": meta, "starved": hold < self.starved_until},
-                    **self.reply), []
+        self.last = (header["seed"], torch.arange(64, dtype=torch.float32) * (header["seed"] % 97))
+        reply = {"ok": True, "seed": header["seed"], "starved": hold < self.starved_until,
+                 "picked": protocol.picked(self.last[1], header["picks"])}
+        return dict(reply, **self.reply), []
 
 
 def _schedule(monkeypatch, cand_ms=0.2, base_ms=0.2, gpu_ms=None):
@@ -157,13 +172,24 @@ def test_a_span_that_reports_its_hold_ran_out_is_run_again_with_a_longer_hold(mo
     s, cand, base, log = _schedule(monkeypatch)
     cand.starved_until = 1e9           # it always says so: the hold grows to its cap, and the bound still applies
     s.run(budget_s=1.0)
-    holds = sorted({h for _, h in cand.spans})
-    assert len(holds) == outside.HOLD_TRIES or holds[-1] == outside.SPAN_HOLD_CAP_MS
-    assert holds[-1] > holds[0] and max(h for _, h in base.spans) == min(h for _, h in base.spans)
-    assert s.outside["summary"]["candidate"]["starved_spans"] > 0 and s.second_clock(s.figures()) == []
+    by_n: dict = {}
+    for n, h in cand.spans:
+        by_n.setdefault(n, []).append(h)
+    for holds in by_n.values():
+        assert holds[0] < holds[1] and max(holds) == outside.SPAN_HOLD_CAP_MS
+    assert len(base.spans) == 2 * outside.SPAN_REPEATS            # the baseline's were never run again
+    assert s.outside["summary"]["candidate"]["starved_spans"] == 2 * outside.SPAN_REPEATS
+    assert s.second_clock(s.figures()) == []
 
 
-@pytest.mark.parametrize("bad", [{"seed": 5}, {"starved": "no"}, {"meta": None}])
+def test_a_reply_sent_before_its_output_was_finished_is_tampering(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch)
+    cand.finished_later = True
+    s.run(budget_s=1.0)
+    assert [r.code for r in s.reasons] == ["tampering"] and "does not hold" in s.reasons[0].detail
+
+
+@pytest.mark.parametrize("bad", [{"seed": 5}, {"starved": "no"}, {"picked": 7}, {"picked": "ab" * 5000}])
 def test_a_malformed_span_reply_is_tampering(monkeypatch, bad):
     s, cand, base, log = _schedule(monkeypatch)
     cand.reply = bad

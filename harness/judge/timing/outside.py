@@ -19,17 +19,22 @@ kernels), and the candidate's reported time must not fall below its own slope le
 tolerance (`bound`): otherwise `tampering`.
 
 A reply cannot buy time either way:
-- too early (before the GPU has done the work): each reply carries the output of the span's last call, made from
-  inputs the parent seeded in the request, and the parent judges it as it judges a timed call's output;
+- too early (before the GPU has done the work): each reply names PICKS elements of the span's last output (made
+  from inputs the parent seeded in the request; the elements at positions the parent chose), read after the sync.
+  The parent then fetches the whole output (untimed), finds those bytes in it, and judges it as it judges a timed
+  call's output. The reply itself stays small, so a large output adds no transfer, and no noise, to the time;
 - too late on the short span (a delay there flattens the slope): a span's time less the hold and the baseline's own
   fixed cost (its intercept, plus INTERCEPT_SLACK_MS), divided by n2, is a second estimate a delay only raises; the
   larger of the two is the outside figure.
-What remains out of reach: a worker that skips or reorders calls inside a span (only the checked last call run),
-or overlaps the calls across streams, so that n calls take less GPU time than n timed calls do; a worker that skips
-the flush between calls. Each needs the span's loop rewritten in the candidate's process, which the tamper watch
-sees first, but cannot prove; the figure a span gives is then a floor the candidate chose, not the GPU's. A hold
-that the host's launches outlast (at SPAN_HOLD_CAP_MS) counts the launches as the candidate's time, as the rounds
-do.
+What remains out of reach: a worker that skips or reorders calls inside a span (only the checked last call run, or
+the named elements computed apart), or overlaps the calls across streams, so that n calls take less GPU time than
+n timed calls do; a worker that skips the flush between calls; a delay on the short spans within
+INTERCEPT_SLACK_MS (INTERCEPT_SLACK_MS / n2 a call). Each needs the span's loop or reply rewritten in the
+candidate's process, which the tamper watch sees first but cannot prove; the figure a span gives is then a floor
+the candidate chose, not the GPU's. A hold that the host's launches outlast (at SPAN_HOLD_CAP_MS) counts the
+launches as the candidate's time, as the rounds do. A candidate whose calls wait for the GPU (a host sync inside)
+shows the host's gaps between its calls in the slope, not in its events: the tolerance covers a few microseconds
+a call of that.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ import time
 
 from ..process import replies
 from ..process.isolate import ChildFailed
+from ... import protocol
 from ...reasons import Reason
 
 SPAN_TARGET_MS = 20.0         # GPU time by which the two span sizes differ
@@ -47,14 +53,17 @@ SPAN_MIN_DIFF = 8             # n2 - n1, at least
 SPAN_REPEATS = 3
 # The span's hold: it must outlast the host's launches of all n2 calls (the flush's launch and the loop add about
 # LAUNCH_EXTRA_MS to each call's own launch), with HOLD_MARGIN of room; between SPAN_HOLD_MIN_MS and
-# SPAN_HOLD_CAP_MS. A span that reports the hold ran out first is run again with a hold twice as long (the report
-# can only lengthen the hold: a false one costs time, never the bound).
+# SPAN_HOLD_CAP_MS. A span that reports the hold ran out first is run again with the side's holds twice as long
+# (the report can only lengthen the hold: a false one costs time, never the bound); each span's time is taken less
+# its own hold, which the GPU's timer makes exact.
 SPAN_HOLD_MIN_MS, SPAN_HOLD_CAP_MS, LAUNCH_EXTRA_MS, HOLD_MARGIN = 2.0, 100.0, 0.03, 1.5
 HOLD_TRIES = 3
 # The bound: the candidate's reported ms a call may fall below its outside figure (less the baseline's offset) by
 # SLACK_MS + SLACK_FRACTION of the figure, plus the spread of the slopes (at most SLACK_FRACTION more).
 SLACK_MS, SLACK_FRACTION = 0.004, 0.05
-INTERCEPT_SLACK_MS = 1.5      # how far a candidate's fixed cost per span may exceed the baseline's
+OFFSET_EXTRA_MS = 0.02        # the most the gaps between a span's kernels add to its flush, a call (`limits`)
+INTERCEPT_SLACK_MS = 2.0      # how far a candidate's fixed cost per span may exceed the baseline's
+PICKS = 16                    # elements of a span's last output its reply names (Bench.span)
 
 
 def sizes(per_call_ms: float, host_ms: float) -> tuple[int, int]:
@@ -102,21 +111,23 @@ def outside_ms(cand: dict, base: dict) -> float:
     return max(cand["slope_ms"], (cand["long_ms"] - base["fixed_ms"] - INTERCEPT_SLACK_MS) / cand["n2"])
 
 
-def limits(cand: dict, base: dict, base_ms: float) -> tuple[float, float, float]:
+def limits(cand: dict, base: dict, base_ms: float, flush_ms: float) -> tuple[float, float, float]:
     """(seen, allowed, offset) in ms a call: what the outside clock saw of the candidate's call (`outside_ms` less the
-    method's offset on this card: the baseline's slope less its own reported `base_ms`, i.e. the flush and the gaps
-    between kernels), and the least reported time that bound allows (the tolerance: SLACK_MS, SLACK_FRACTION of the
-    figure, and twice the slopes' spread, at most SLACK_FRACTION more)."""
-    offset = base["slope_ms"] - base_ms
+    method's offset on this card), and the least reported time the bound allows (the tolerance: SLACK_MS,
+    SLACK_FRACTION of the figure, and twice the slopes' spread, at most SLACK_FRACTION more). The offset is the
+    baseline's slope less its own reported `base_ms`: the flush before each call and the gaps between kernels; kept
+    between half the flush's time (`flush_ms`, the baseline's own events) and the flush plus OFFSET_EXTRA_MS, so
+    that a noisy baseline slope moves the bound no further than the physics allows."""
+    offset = min(max(base["slope_ms"] - base_ms, 0.5 * flush_ms), flush_ms + OFFSET_EXTRA_MS)
     seen = outside_ms(cand, base) - offset
     spread = min(SLACK_FRACTION * seen, 2 * max(cand["spread_ms"], base["spread_ms"]))
     return seen, seen - SLACK_MS - SLACK_FRACTION * seen - spread, offset
 
 
-def bound(cand: dict, base: dict, cand_ms: float, base_ms: float, label: str) -> list[Reason]:
+def bound(cand: dict, base: dict, cand_ms: float, base_ms: float, flush_ms: float, label: str) -> list[Reason]:
     """`tampering` where the candidate's reported ms a call (`cand_ms`, the rounds' median) is below what the
     outside clock allows (`limits`)."""
-    seen, allowed, offset = limits(cand, base, base_ms)
+    seen, allowed, offset = limits(cand, base, base_ms, flush_ms)
     if cand_ms >= allowed:
         return []
     return [Reason("tampering", f"the candidate's events report {cand_ms:.4f} ms a call; the judge's own clock saw "
@@ -152,61 +163,89 @@ def judge(schedule, figs: dict) -> list[Reason]:
     label = found.get("label")
     if not label or label not in figs:
         return []
-    cand, base = fit(found["candidate"]), fit(found[label])
-    seen, allowed, _ = limits(cand, base, figs[label]["ms"])
-    found["summary"].update(seen_ms=round(seen, 5), allowed_ms=round(allowed, 5))
-    return bound(cand, base, figs["candidate"]["ms"], figs[label]["ms"], label)
+    cand, base, flush = fit(found["candidate"]), fit(found[label]), found["flush_ms"]
+    seen, allowed, offset = limits(cand, base, figs[label]["ms"], flush)
+    found["summary"].update(seen_ms=round(seen, 5), allowed_ms=round(allowed, 5), offset_ms=round(offset, 5))
+    return bound(cand, base, figs["candidate"]["ms"], figs[label]["ms"], flush, label)
 
 
 def measure(schedule, label: str) -> dict:
     """Run the spans of the candidate and baseline `label` (SPAN_REPEATS of each size, interleaved, every other
-    worker stopped), lengthening a side's hold where the span reports it ran out. Returns {"candidate": spans,
-    label: spans, "proofs": [(index, header, blobs) of the candidate's long spans, judged like timed outputs]}."""
+    worker stopped). A span that reports its hold ran out is run again with the side's holds twice as long, up to
+    the cap, where it stands. Returns {"candidate": spans, label: spans, "proofs": [(index, header, blobs) of the
+    candidate's long spans' outputs, judged like timed outputs]}."""
     figs = schedule.figures()
     flush = statistics.median(x for r in schedule.samples[label] for x in r["flush_ms"])
     per_call = min(figs["candidate"]["ms"], figs[label]["ms"]) + flush
-    host = max(figs["candidate"]["host_ms"], figs[label]["host_ms"])
-    n1, n2 = sizes(per_call, host)
-    holds = {side: span_hold(n2, figs[side]["host_ms"], per_call) for side in ("candidate", label)}
-    for _ in range(HOLD_TRIES):
-        found = {"candidate": [], label: [], "proofs": []}
-        starved = set()
-        for r in range(SPAN_REPEATS):
-            order = [(side, n) for side in ("candidate", label) for n in (n1, n2)]
-            schedule.rng.shuffle(order)
-            for side, n in order:
-                span, proof = _span(schedule, side, n, holds[side], r)
-                found[side].append(span)
-                starved |= {side} if span["starved"] else set()
-                if side == "candidate" and n == n2 and proof:
-                    found["proofs"].append(proof)
-        if not starved or all(holds[s] >= SPAN_HOLD_CAP_MS for s in starved):
-            return found
-        holds.update({s: min(SPAN_HOLD_CAP_MS, 2 * holds[s]) for s in starved})
+    n1, n2 = sizes(per_call, max(figs["candidate"]["host_ms"], figs[label]["host_ms"]))
+    grow = {"candidate": 1.0, label: 1.0}
+    found: dict = {"candidate": [], label: [], "proofs": [], "flush_ms": flush}
+    for r in range(SPAN_REPEATS):
+        order = [(side, n) for side in ("candidate", label) for n in (n1, n2)]
+        schedule.rng.shuffle(order)
+        for side, n in order:
+            for _ in range(HOLD_TRIES):
+                hold = min(SPAN_HOLD_CAP_MS, grow[side] * span_hold(n, figs[side]["host_ms"], per_call))
+                span = _span(schedule, side, n, hold, r)
+                if not span["starved"] or hold >= SPAN_HOLD_CAP_MS:
+                    break
+                grow[side] *= 2
+            found[side].append(span)
+            if side == "candidate" and n == n2:
+                found["proofs"].append(_proof(schedule, span))
     return found
 
 
-def _span(schedule, side: str, n: int, hold_ms: float, repeat: int):
+def _span(schedule, side: str, n: int, hold_ms: float, repeat: int) -> dict:
+    """One span, timed from before the request is sent until its (small) reply is read."""
     child, other = (schedule.cand, schedule.base) if side == "candidate" else (schedule.base, schedule.cand)
     request = {"op": "bench_span", "side": side, "calls": n, "hold_ms": hold_ms,
-               "seed": schedule.rng.randrange(2**31)}
+               "seed": schedule.rng.randrange(2**31), "picks": [schedule.rng.randrange(2**31) for _ in range(PICKS)]}
     other.stop()
     t0 = time.perf_counter()
-    header, blobs = child.request(request, timeout=schedule.timeout, what=f"timing {side} (outside clock)",
-                                  max_blob=schedule.request["max_blob"], device=child.device)
+    header, blobs = child.request(request, timeout=schedule.timeout, what=f"timing {side} (outside clock)")
     wall = (time.perf_counter() - t0) * 1e3
-    if not header.get("ok"):
-        if child is schedule.base:
-            raise RuntimeError(f"the baseline worker failed a span: {str(header.get('detail'))[:2000]}")
-        raise ChildFailed(Reason("crash", f"while timing (outside clock): {str(header.get('detail'))[:3000]}"))
+    _check_ok(schedule, child, header)
+    picked = header.get("picked")
+    if not (type(header.get("starved")) is bool and header.get("seed") == request["seed"] and not blobs
+            and (picked is None or (isinstance(picked, str) and len(picked) <= 64 * PICKS))):
+        raise SpanRejected(schedule._bad_reply(child, replies.BadReply(
+            "a span's reply must echo its seed, say whether the hold ran out, and carry the picked elements")))
+    return {"n": n, "wall_ms": wall, "hold_ms": hold_ms, "repeat": repeat, "starved": header["starved"],
+            "picks": request["picks"], "picked": picked, "seed": request["seed"]}
+
+
+def _proof(schedule, span: dict):
+    """The candidate's span's last output, fetched after the span (untimed): it must be the one the reply named
+    (its picked elements, byte for byte), and it is judged later like a timed call's output (`spots`)."""
+    cand = schedule.cand
+    schedule.base.stop()
+    header, blobs = cand.request({"op": "bench_span_output", "side": "candidate"}, timeout=schedule.timeout,
+                                 what="returning a span's last output", max_blob=schedule.request["max_blob"],
+                                 device=cand.device)
+    _check_ok(schedule, cand, header)
     try:
         replies.spot(header, len(blobs))
-        if type(header.get("starved")) is not bool or header["seed"] != request["seed"]:
-            raise replies.BadReply("a span's reply must echo its seed and say whether the hold ran out")
+        if header["seed"] != span["seed"]:
+            raise replies.BadReply(f"the span's output is seed {header['seed']}'s, not {span['seed']}'s")
     except replies.BadReply as exc:
-        raise SpanRejected(schedule._bad_reply(child, exc)) from None
-    span = {"n": n, "wall_ms": wall, "hold_ms": hold_ms, "repeat": repeat, "starved": header["starved"]}
-    return span, (n - 1, header, blobs) if child is schedule.cand else None
+        raise SpanRejected(schedule._bad_reply(cand, exc)) from None
+    found = protocol.picked(protocol.tensor_from_wire(header["wire"], blobs[0])
+                   if header["meta"]["is_tensor"] else None, span["picks"])
+    if found != span["picked"]:
+        raise SpanRejected(Reason("tampering", "a span's reply named output values that its output, fetched "
+                                               "afterwards, does not hold (a reply sent before the GPU had done the "
+                                               "work, and the output finished later?)"))
+    span.pop("picks"), span.pop("picked")
+    return span["n"] - 1, header, blobs
+
+
+def _check_ok(schedule, child, header: dict) -> None:
+    if header.get("ok"):
+        return
+    if child is schedule.base:
+        raise RuntimeError(f"the baseline worker failed a span: {str(header.get('detail'))[:2000]}")
+    raise ChildFailed(Reason("crash", f"while timing (outside clock): {str(header.get('detail'))[:3000]}"))
 
 
 class SpanRejected(Exception):
