@@ -108,6 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--control", action="store_true", help="also judge the fixture with the bound switched off")
+    ap.add_argument("--quick", action="store_true", help="the judgements only (no do_bench, no in-process spans)")
     out = ap.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     res = {}
@@ -120,9 +121,10 @@ def main() -> None:
 
     emit("triton_tiled", judge(ROOT / "solutions" / "gemm" / "triton_tiled.py"))
     emit("cublas_self", judge(ROOT / "solutions" / "gemm" / "torch_matmul.py"))
-    emit("do_bench_cudagraph", cudagraph())
-    emit("span_costs_ms", span_costs())
-    emit("span_noise_in_process", span_noise())
+    if "--quick" not in sys.argv:
+        emit("do_bench_cudagraph", cudagraph())
+        emit("span_costs_ms", span_costs())
+        emit("span_noise_in_process", span_noise())
     emit("fixture", judge(ROOT / "tests" / "bad" / "scales_reported_times.py", budget_s=4.0))
     if "--control" in sys.argv:
         outside.bound = lambda *a, **k: []      # the negative control: the bound off, in this process only
