@@ -29,7 +29,9 @@ hold pays for it in its time.
 A second clock: the parent measures each batch's wall time from outside the child, less the wall time of an empty
 batch sent just before it (the worker's per-request cost). What is left per call, minus the events' time, is the
 same per-call overhead for every side (refill, flush, hold, profiler session, sync); a candidate whose gap is much
-larger than its baseline's reports less GPU time than its calls took (`tampering`).
+larger than its baseline's reports less GPU time than its calls took (`tampering`). That per-call overhead is
+milliseconds, so the bound that holds a figure to within a few percent is the outside clock's, run after the rounds:
+spans of calls queued back to back, timed from the parent (gauntlet.judge.timing.outside).
 """
 from __future__ import annotations
 
