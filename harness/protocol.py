@@ -394,3 +394,14 @@ def fold(x) -> bytes:
         lanes[0] += z.sum()
         lanes[1] += (z * (2 * pos + 1)).sum()
     return lanes.cpu().numpy().tobytes()
+
+
+def picked(out, picks: list[int]) -> str | None:
+    """The hex bytes of a tensor's elements at `picks` (flat indices in logical order, modulo its size), the same
+    in the worker (from the snapshot) and in the parent (from the output it fetched); None for anything else."""
+    import torch
+    if type(out) is not torch.Tensor or out.numel() == 0 or not picks:       # noqa: E721
+        return None
+    flat = out.reshape(-1)
+    index = torch.tensor([p % flat.numel() for p in picks], device=flat.device)
+    return flat[index].contiguous().view(torch.uint8).cpu().numpy().tobytes().hex()

@@ -755,6 +755,7 @@ class _SpotSchedule:
         from gauntlet.judge.timing.figures import Phases
         self.log, self.calls, self.fail = log, calls, fail
         self.spots, self.reasons, self.phases = [], [], Phases()
+        self.outside = {}                # no outside-clock spans (gauntlet.judge.timing.outside)
         self.rng = random.SystemRandom()
 
     def _spot(self, index):

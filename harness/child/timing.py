@@ -33,6 +33,7 @@ import torch
 from . import guard
 from .profiling import CallProfiler
 from ..gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
+from ..protocol import picked
 
 # A warm-up pass whose last call took this long ends the warm-up: its compiling is done (the pass's first call did
 # it), and each further pass only costs the card (gemm's naive fp32 kernel: 2.2 s a call at 8192^3 on an H200).
@@ -95,9 +96,10 @@ class Bench:
         self.sets = sets if sets is not None else [make_set(self.rng.randrange(2**31)) for _ in range(n_sets)]
         self.flush = Flusher(next(x.device for x in self.sets[0] if isinstance(x, torch.Tensor)))
         self.kept: list = []
+        self.span_kept = None                     # the last span's last output (span_output)
 
-    def refill(self, k: int) -> int:
-        seed = self.rng.randrange(2**31)
+    def refill(self, k: int, seed: int | None = None) -> int:
+        seed = self.rng.randrange(2**31) if seed is None else seed
         for dst, src in zip(self.sets[k], self.make_set(seed)):
             if isinstance(dst, torch.Tensor):
                 dst.copy_(src)
@@ -175,6 +177,50 @@ class Bench:
         found = {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "shared_outputs": shared}
         return dict(found, started=started) if ask_started else found
 
+    def span(self, calls: int, hold_ms: float, seed: int, picks: list[int]) -> tuple[bool, str | None]:
+        """The outside clock's span (gauntlet.judge.timing.outside): `calls` calls queued back to back behind ONE
+        hold, each after the same L2 flush as a timed call, with no profiler and no sync between them, then one
+        device-wide sync. The last call runs on an input set refilled from `seed` (the judge's, so its output cannot
+        have been made before the request came); the others cycle over the remaining sets (inputs unchanged: the
+        flush, not fresh values, is what keeps a call from finding its operands in L2). Each output is dropped
+        before the next call (the allocator reuses its block, on both sides alike). The last output's snapshot,
+        taken on the stream right after the call, is kept for `span_output`. Returns (whether the hold ran out
+        before every call was queued: the GPU then waited for the host, and the span measures the launch; the hex
+        bytes of the snapshot's elements at `picks`, modulo its size, in logical order, read after the sync: what
+        the parent later finds in the whole output, so the reply could not come before the work was done)."""
+        self.drop_span()
+        last = self.rng.randrange(len(self.sets))
+        self.refill(last, seed)
+        others = [k for k in range(len(self.sets)) if k != last] or [last]
+        guard.reset_persisting_l2()
+        torch.cuda.synchronize()
+        held = torch.cuda.Event()
+        hold(hold_ms)
+        held.record()
+        out = None
+        for i in range(calls):
+            k = last if i == calls - 1 else others[i % len(others)]
+            self.flush()
+            out = None                       # the previous output's block goes back to the allocator first
+            out = self.fn(*self.sets[k])
+        starved = held.query()
+        snap, _ = snapshot(out)
+        torch.cuda.synchronize()
+        inputs = tuple(x for s in self.sets for x in s)
+        self.span_kept = (seed, guard.describe_output(out, inputs), snap)
+        if snap is not out:
+            guard.poison(out)
+        return starved, picked(snap, picks)
+
+    def span_output(self):
+        """(seed, description, snapshot) of the last span's last output."""
+        return self.span_kept
+
+    def drop_span(self) -> None:
+        kept, self.span_kept = self.span_kept, None
+        if kept is not None and type(kept[2]) is torch.Tensor and kept[2].is_cuda:     # noqa: E721 - a snapshot
+            guard.poison(kept[2])
+
     def spot(self, index: int):
         """(seed, description of the output, snapshot of the output) of call `index` of the last batch."""
         return self.kept[index]
@@ -183,6 +229,7 @@ class Bench:
         for _, _, snap in self.kept:
             guard.poison(snap)
         self.kept = []
+        self.drop_span()
 
 
 def shared_outputs(outs: list) -> int:
@@ -197,3 +244,4 @@ def shared_outputs(outs: list) -> int:
             shared += 1
         earlier.append(out)
     return shared
+

@@ -166,7 +166,8 @@ class Session:
     def handle(self, request: dict):
         op = request.get("op")
         handlers = {"case": self.run_case, "bench_setup": self.bench_setup, "bench_batch": self.bench_batch,
-                    "bench_spot": self.bench_spot, "bench_end": self.bench_end}
+                    "bench_spot": self.bench_spot, "bench_end": self.bench_end,
+                    "bench_span": self.bench_span, "bench_span_output": self.bench_span_output}
         if op not in handlers or (self.role == "baseline" and op == "case"):
             return {"ok": False, "code": "crash", "detail": f"unknown request {op!r} for a {self.role} worker"}, []
         try:
@@ -306,6 +307,28 @@ class Session:
         # The output's description and its snapshot, both taken when the call's window closed (timing.Bench.batch):
         # whatever ran in this process since then cannot change what is judged.
         seed, meta, snap = bench.spot(int(request["index"]))
+        if not meta["is_tensor"]:
+            return {"ok": True, "seed": seed, "meta": meta}, []
+        wire, blob = protocol.tensor_to_wire(snap)
+        return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
+
+    def bench_span(self, request: dict):
+        """The outside clock's span (timing.Bench.span; gauntlet.judge.timing.outside times the request from the
+        parent). The reply is small (the picked elements of the last output, read after the sync), so it costs both
+        sides the same whatever the output's size; the parent fetches the whole output afterwards (`bench_span_output`)
+        and finds the picked elements in it, so replying before the GPU has done the work gains nothing."""
+        import torch
+
+        from ..inputs import matmul_precision
+        bench, spec = self.benches[request["side"]]
+        with matmul_precision(spec), torch.no_grad():
+            starved, picked = bench.span(int(request["calls"]), float(request["hold_ms"]), int(request["seed"]),
+                                         [int(p) for p in request["picks"]])
+        return {"ok": True, "seed": int(request["seed"]), "starved": starved, "picked": picked}, []
+
+    def bench_span_output(self, request: dict):
+        bench, _ = self.benches[request["side"]]
+        seed, meta, snap = bench.span_output()
         if not meta["is_tensor"]:
             return {"ok": True, "seed": seed, "meta": meta}, []
         wire, blob = protocol.tensor_to_wire(snap)

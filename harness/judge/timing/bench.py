@@ -29,7 +29,9 @@ hold pays for it in its time.
 A second clock: the parent measures each batch's wall time from outside the child, less the wall time of an empty
 batch sent just before it (the worker's per-request cost). What is left per call, minus the events' time, is the
 same per-call overhead for every side (refill, flush, hold, profiler session, sync); a candidate whose gap is much
-larger than its baseline's reports less GPU time than its calls took (`tampering`).
+larger than its baseline's reports less GPU time than its calls took (`tampering`). That per-call overhead is
+milliseconds, so the bound that holds a figure to within a few percent is the outside clock's, run after the rounds:
+spans of calls queued back to back, timed from the parent (gauntlet.judge.timing.outside).
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from contextlib import nullcontext
 from ...gpu import HOLD_MS
 from ..process import kernels, replies
 from ..process.isolate import Child, ChildFailed
-from . import figures, scoring, window
+from . import figures, outside, scoring, window
 from .figures import Phases
 from ...reasons import Reason
 
@@ -127,6 +129,7 @@ class Schedule:
         self.waits: set[str] = set()       # baselines whose calls wait for the GPU (`run`)
         self.busy_gpu = False              # the quiet check ruled the GPU busy (its reason is in self.reasons)
         self.phases = phases or Phases()   # where the shape's wall time went (figures.Phases)
+        self.outside: dict = {}            # the outside clock's spans (gauntlet.judge.timing.outside)
 
     # -- set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> dict:
@@ -182,6 +185,7 @@ class Schedule:
                 self._batch(label, r, calls, hold_ms, spot=(label == "candidate" and self.rng.random() < SPOT_CHANCE))
                 if self.reasons:
                     return
+        outside.run(self, baselines)
         # The guaranteed spots (SPOTS) come from the last candidate batch's kept outputs, after the card's turn
         # alone: gauntlet.judge.timing.spots.final_spots.
 
@@ -322,4 +326,4 @@ class Schedule:
         return figures.of(self.samples)
 
     def second_clock(self, figs: dict) -> list[Reason]:
-        return figures.second_clock(figs)
+        return figures.second_clock(figs) + outside.judge(self, figs)

@@ -69,7 +69,9 @@ class Pending:
             self.entry["phases_s"] = schedule.phases.record()
             return list(schedule.reasons)
         with schedule.phases("spot_checks"):
-            reasons = _judge_spots(self.judge, self.spec, self.shape, schedule.spots, self.record)
+            # The outside clock's proofs too: each long span's last output (gauntlet.judge.timing.outside).
+            proofs = schedule.outside.get("proofs", [])
+            reasons = _judge_spots(self.judge, self.spec, self.shape, schedule.spots + proofs, self.record)
         self.entry["phases_s"] = schedule.phases.record()
         ceilings = self.opts.peaks
         reasons += peaks.physics(self.entry, ceilings, peaks.remeasure(self.judge, self.spec) if ceilings else None)

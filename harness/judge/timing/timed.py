@@ -297,6 +297,7 @@ def _entry(problem, spec, shape, figs, schedule, record, ceilings) -> dict:
              "starved_calls": cand["starved_calls"], "starved_shift": cand["starved_shift"],
              "starved_where": cand["starved_where"], "tflops": flops / cand["ms"] / 1e9,
              "gbps": nbytes / cand["ms"] / 1e6, "baselines": {}}
+    entry["outside_clock"] = schedule.outside.get("summary")
     peak = (ceilings.get(spec.name) or {}).get("tflops")
     entry["peak_fraction"] = entry["tflops"] / peak if peak else None
     entry["bw_fraction"] = entry["gbps"] / ceilings["copy_gbps"] if ceilings.get("copy_gbps") else None

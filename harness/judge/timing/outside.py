@@ -1,0 +1,269 @@
+"""The outside clock: how long a side's calls take on the GPU, timed by the parent's own clock, which no reply can
+shorten (gauntlet.judge.timing.bench runs it after the rounds; gauntlet.judge.timing.spots judges its proofs).
+
+What it guards: the rounds' figure is what each worker's events report, and the profiler's timeline that bounds the
+measured window comes from the same process. A candidate that rewrites both in its own process (times scaled down,
+the timeline squeezed to match) passes every in-process check; the second clock (figures.second_clock) sees each
+batch from outside too, but each timed call also costs the host milliseconds of refill, flush, hold, profiler
+session and syncs, noisy enough to hide a lie of tens of microseconds a call.
+
+So each side also runs spans (gauntlet.child.timing.Bench.span): n calls queued back to back behind ONE hold sized
+to cover the host's launches of all of them, the same L2 flush before each call as a timed call, no profiler, one
+device-wide sync at the end. The parent times each span request from send to reply. For two sizes n1 < n2 (the
+same hold), the slope (T(n2) - T(n1)) / (n2 - n1) is the GPU time of one call plus its flush: the fixed costs (the
+request, the hold, the sync, the reply) cancel. n2 - n1 is chosen so that the difference is SPAN_TARGET_MS of GPU
+time (at most SPAN_MAX_CALLS calls), each size is run SPAN_REPEATS times, interleaved with the baseline's, and each
+size's fastest span counts (the host only ever adds time: `fit`). The baseline (the clean worker) is measured the
+same way: its slope less its reported time is this method's offset on this card (the flush, the gaps between
+kernels), and the candidate's reported time must not fall below its own slope less that offset by more than the
+tolerance (`bound`): otherwise `tampering`.
+
+A reply cannot buy time either way:
+- too early (before the GPU has done the work): each reply names PICKS elements of the span's last output (made
+  from inputs the parent seeded in the request; the elements at positions the parent chose), read after the sync.
+  The parent then fetches the whole output (untimed), finds those bytes in it, and judges it as it judges a timed
+  call's output. The reply itself stays small, so a large output adds no transfer, and no noise, to the time;
+- too late on the short span (a delay there flattens the slope): a span's time less the hold and the baseline's own
+  fixed cost (its intercept, plus INTERCEPT_SLACK_MS), divided by n2, is a second estimate a delay only raises; the
+  larger of the two is the outside figure.
+What remains out of reach: a worker that skips or reorders calls inside a span (only the checked last call run, or
+the named elements computed apart), or overlaps the calls across streams, so that n calls take less GPU time than
+n timed calls do; a worker that skips the flush between calls; a delay on the short spans within
+INTERCEPT_SLACK_MS (INTERCEPT_SLACK_MS / n2 a call). Each needs the span's loop or reply rewritten in the
+candidate's process, which the tamper watch sees first but cannot prove; the figure a span gives is then a floor
+the candidate chose, not the GPU's. A hold that the host's launches outlast (at SPAN_HOLD_CAP_MS) counts the
+launches as the candidate's time, as the rounds do. A candidate whose calls wait for the GPU (a host sync inside)
+shows the host's gaps between its calls in the slope, not in its events: the tolerance covers a few microseconds
+a call of that.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+from ..process import replies
+from ..process.isolate import ChildFailed
+from ... import protocol
+from ...reasons import Reason
+
+SPAN_TARGET_MS = 20.0         # GPU time by which the two span sizes differ
+SPAN_MAX_CALLS = 256          # the longest span (a short call then gives a smaller difference, noisier)
+SPAN_MIN_DIFF = 8             # n2 - n1, at least
+SPAN_REPEATS = 3
+# The span's hold: it must outlast the host's launches of all n2 calls (the flush's launch and the loop add about
+# LAUNCH_EXTRA_MS to each call's own launch), with HOLD_MARGIN of room; between SPAN_HOLD_MIN_MS and
+# SPAN_HOLD_CAP_MS. A span that reports the hold ran out first is run again with the side's holds twice as long
+# (the report can only lengthen the hold: a false one costs time, never the bound); each span's time is taken less
+# its own hold, which the GPU's timer makes exact.
+SPAN_HOLD_MIN_MS, SPAN_HOLD_CAP_MS, LAUNCH_EXTRA_MS, HOLD_MARGIN = 2.0, 100.0, 0.03, 1.5
+HOLD_TRIES = 3
+# The bound: the candidate's reported ms a call may fall below its outside figure (less the baseline's offset) by
+# SLACK_MS + SLACK_FRACTION of the figure, plus the spread of the slopes (at most SLACK_FRACTION more).
+SLACK_MS, SLACK_FRACTION = 0.004, 0.05
+OFFSET_EXTRA_MS = 0.02        # the most the gaps between a span's kernels add to its flush, a call (`limits`)
+INTERCEPT_SLACK_MS = 2.0      # how far a candidate's fixed cost per span may exceed the baseline's
+PICKS = 16                    # elements of a span's last output its reply names (Bench.span)
+
+
+def sizes(per_call_ms: float, host_ms: float) -> tuple[int, int]:
+    """(n1, n2): n2 - n1 calls of `per_call_ms` (call and flush) add SPAN_TARGET_MS; n2 is capped so that the
+    host's launches (`host_ms` a call) fit in the longest hold."""
+    diff = max(SPAN_MIN_DIFF, math.ceil(SPAN_TARGET_MS / max(per_call_ms, 1e-3)))
+    n1 = max(2, diff // 4)
+    fit = int((SPAN_HOLD_CAP_MS - SPAN_HOLD_MIN_MS) / (HOLD_MARGIN * (host_ms + LAUNCH_EXTRA_MS)))
+    n2 = min(n1 + diff, SPAN_MAX_CALLS, max(n1 + SPAN_MIN_DIFF, fit))
+    return n1, n2
+
+
+def span_hold(n2: int, host_ms: float, per_call_ms: float) -> float:
+    """A hold that outlasts the host's launches of n2 calls, less what the GPU runs meanwhile (half its calls'
+    time: the launches keep ahead of a GPU busy with calls longer than they are)."""
+    ahead = n2 * max(0.0, HOLD_MARGIN * (host_ms + LAUNCH_EXTRA_MS) - 0.5 * per_call_ms)
+    return min(SPAN_HOLD_CAP_MS, SPAN_HOLD_MIN_MS + ahead)
+
+
+def fit(spans: list[dict]) -> dict:
+    """A side's spans ({"n", "wall_ms", "hold_ms", "repeat"}) -> {"slope_ms", "fixed_ms", "long_ms", "spread_ms",
+    "n1", "n2"}. The host only ever adds to a span's time (a wake-up, a page fault, a collection): each size's
+    fastest span (less its hold) is its time, `long_ms` the long one's; the slope is between the two, `fixed_ms`
+    what the long one took beyond n2 slopes. `spread_ms`: how far the slopes of single repeats stray (median
+    absolute deviation from the slope), the noise the bound allows for."""
+    best: dict = {}
+    by_repeat: dict = {}
+    for s in spans:
+        t = s["wall_ms"] - s["hold_ms"]
+        best[s["n"]] = min(t, best.get(s["n"], t))
+        by_repeat.setdefault(s["repeat"], {})[s["n"]] = t
+    if len(best) != 2:
+        raise ValueError(f"spans of two sizes are needed, not {sorted(best)}")
+    (n1, t1), (n2, t2) = sorted(best.items())
+    slope = (t2 - t1) / (n2 - n1)
+    singles = [(r[n2] - r[n1]) / (n2 - n1) for r in by_repeat.values() if len(r) == 2]
+    return {"slope_ms": slope, "fixed_ms": t2 - n2 * slope, "long_ms": t2, "n1": n1, "n2": n2,
+            "spread_ms": statistics.median([abs(x - slope) for x in singles]) if singles else 0.0}
+
+
+def outside_ms(cand: dict, base: dict) -> float:
+    """The candidate's GPU time a call plus its flush, seen from outside: the larger of its slope and its long spans'
+    time less the baseline's fixed cost (and INTERCEPT_SLACK_MS), a call's share (a delayed reply on the short spans
+    lowers the first, and only raises the second)."""
+    return max(cand["slope_ms"], (cand["long_ms"] - base["fixed_ms"] - INTERCEPT_SLACK_MS) / cand["n2"])
+
+
+def limits(cand: dict, base: dict, base_ms: float, flush_ms: float) -> tuple[float, float, float]:
+    """(seen, allowed, offset) in ms a call: what the outside clock saw of the candidate's call (`outside_ms` less the
+    method's offset on this card), and the least reported time the bound allows (the tolerance: SLACK_MS,
+    SLACK_FRACTION of the figure, and twice the slopes' spread, at most SLACK_FRACTION more). The offset is the
+    baseline's slope less its own reported `base_ms`: the flush before each call and the gaps between kernels; kept
+    between half the flush's time (`flush_ms`, the baseline's own events) and the flush plus OFFSET_EXTRA_MS, so
+    that a noisy baseline slope moves the bound no further than the physics allows."""
+    offset = min(max(base["slope_ms"] - base_ms, 0.5 * flush_ms), flush_ms + OFFSET_EXTRA_MS)
+    seen = outside_ms(cand, base) - offset
+    spread = min(SLACK_FRACTION * seen, 2 * max(cand["spread_ms"], base["spread_ms"]))
+    return seen, seen - SLACK_MS - SLACK_FRACTION * seen - spread, offset
+
+
+def bound(cand: dict, base: dict, cand_ms: float, base_ms: float, flush_ms: float, label: str) -> list[Reason]:
+    """`tampering` where the candidate's reported ms a call (`cand_ms`, the rounds' median) is below what the
+    outside clock allows (`limits`)."""
+    seen, allowed, offset = limits(cand, base, base_ms, flush_ms)
+    if cand_ms >= allowed:
+        return []
+    return [Reason("tampering", f"the candidate's events report {cand_ms:.4f} ms a call; the judge's own clock saw "
+                                f"{seen:.4f} ms a call (spans of {cand['n1']} and {cand['n2']} calls queued back "
+                                f"to back, timed from outside the process, less {offset:.4f} ms a call of flush "
+                                f"and launch gaps, as baseline {label!r} showed): the reported times are "
+                                f"{1 - cand_ms / seen:.0%} below what the GPU ran, more than the "
+                                f"{1 - allowed / seen:.1%} the method allows")]
+
+
+def run(schedule, baselines: list[str]) -> None:
+    """After the rounds: the spans of the candidate and of the first baseline whose calls do not wait for the GPU
+    (a call that syncs inside cannot be queued behind a hold), kept in `schedule.outside` with the record's summary;
+    where there is none (or no GPU), the summary says why. A malformed candidate reply is the schedule's reason."""
+    label = next((b for b in baselines if b not in schedule.waits and b in schedule.samples), None)
+    if schedule.cand.device != "cuda" or label is None or "candidate" not in schedule.samples or schedule.reasons:
+        schedule.outside = {"summary": {"skipped": "no GPU" if schedule.cand.device != "cuda" else
+                                        "no baseline whose calls can be queued behind a hold"}}
+        return
+    with schedule.phases("outside_clock"):
+        try:
+            found = measure(schedule, label)
+        except SpanRejected as exc:
+            schedule.reasons.append(exc.reason)
+            return
+    schedule.outside = dict(found, label=label, summary=summary(found, label))
+
+
+def judge(schedule, figs: dict) -> list[Reason]:
+    """The bound (`bound`) on the figures the record reports, where the spans were run; the record's summary gets
+    what the clock saw and the least time it allowed."""
+    found = schedule.outside
+    label = found.get("label")
+    if not label or label not in figs:
+        return []
+    cand, base, flush = fit(found["candidate"]), fit(found[label]), found["flush_ms"]
+    seen, allowed, offset = limits(cand, base, figs[label]["ms"], flush)
+    found["summary"].update(seen_ms=round(seen, 5), allowed_ms=round(allowed, 5), offset_ms=round(offset, 5))
+    return bound(cand, base, figs["candidate"]["ms"], figs[label]["ms"], flush, label)
+
+
+def measure(schedule, label: str) -> dict:
+    """Run the spans of the candidate and baseline `label` (SPAN_REPEATS of each size, interleaved, every other
+    worker stopped). A span that reports its hold ran out is run again with the side's holds twice as long, up to
+    the cap, where it stands. Returns {"candidate": spans, label: spans, "proofs": [(index, header, blobs) of the
+    candidate's long spans' outputs, judged like timed outputs]}."""
+    figs = schedule.figures()
+    flush = statistics.median(x for r in schedule.samples[label] for x in r["flush_ms"])
+    per_call = min(figs["candidate"]["ms"], figs[label]["ms"]) + flush
+    n1, n2 = sizes(per_call, max(figs["candidate"]["host_ms"], figs[label]["host_ms"]))
+    grow = {"candidate": 1.0, label: 1.0}
+    found: dict = {"candidate": [], label: [], "proofs": [], "flush_ms": flush}
+    for r in range(SPAN_REPEATS):
+        order = [(side, n) for side in ("candidate", label) for n in (n1, n2)]
+        schedule.rng.shuffle(order)
+        for side, n in order:
+            for _ in range(HOLD_TRIES):
+                hold = min(SPAN_HOLD_CAP_MS, grow[side] * span_hold(n, figs[side]["host_ms"], per_call))
+                span = _span(schedule, side, n, hold, r)
+                if not span["starved"] or hold >= SPAN_HOLD_CAP_MS:
+                    break
+                grow[side] *= 2
+            found[side].append(span)
+            if side == "candidate" and n == n2:
+                found["proofs"].append(_proof(schedule, span))
+    return found
+
+
+def _span(schedule, side: str, n: int, hold_ms: float, repeat: int) -> dict:
+    """One span, timed from before the request is sent until its (small) reply is read."""
+    child, other = (schedule.cand, schedule.base) if side == "candidate" else (schedule.base, schedule.cand)
+    request = {"op": "bench_span", "side": side, "calls": n, "hold_ms": hold_ms,
+               "seed": schedule.rng.randrange(2**31), "picks": [schedule.rng.randrange(2**31) for _ in range(PICKS)]}
+    other.stop()
+    t0 = time.perf_counter()
+    header, blobs = child.request(request, timeout=schedule.timeout, what=f"timing {side} (outside clock)")
+    wall = (time.perf_counter() - t0) * 1e3
+    _check_ok(schedule, child, header)
+    picked = header.get("picked")
+    if not (type(header.get("starved")) is bool and header.get("seed") == request["seed"] and not blobs
+            and (picked is None or (isinstance(picked, str) and len(picked) <= 64 * PICKS))):
+        raise SpanRejected(schedule._bad_reply(child, replies.BadReply(
+            "a span's reply must echo its seed, say whether the hold ran out, and carry the picked elements")))
+    return {"n": n, "wall_ms": wall, "hold_ms": hold_ms, "repeat": repeat, "starved": header["starved"],
+            "picks": request["picks"], "picked": picked, "seed": request["seed"]}
+
+
+def _proof(schedule, span: dict):
+    """The candidate's span's last output, fetched after the span (untimed): it must be the one the reply named
+    (its picked elements, byte for byte), and it is judged later like a timed call's output (`spots`)."""
+    cand = schedule.cand
+    schedule.base.stop()
+    header, blobs = cand.request({"op": "bench_span_output", "side": "candidate"}, timeout=schedule.timeout,
+                                 what="returning a span's last output", max_blob=schedule.request["max_blob"],
+                                 device=cand.device)
+    _check_ok(schedule, cand, header)
+    try:
+        replies.spot(header, len(blobs))
+        if header["seed"] != span["seed"]:
+            raise replies.BadReply(f"the span's output is seed {header['seed']}'s, not {span['seed']}'s")
+    except replies.BadReply as exc:
+        raise SpanRejected(schedule._bad_reply(cand, exc)) from None
+    found = protocol.picked(protocol.tensor_from_wire(header["wire"], blobs[0])
+                   if header["meta"]["is_tensor"] else None, span["picks"])
+    if found != span["picked"]:
+        raise SpanRejected(Reason("tampering", "a span's reply named output values that its output, fetched "
+                                               "afterwards, does not hold (a reply sent before the GPU had done the "
+                                               "work, and the output finished later?)"))
+    span.pop("picks"), span.pop("picked")
+    return span["n"] - 1, header, blobs
+
+
+def _check_ok(schedule, child, header: dict) -> None:
+    if header.get("ok"):
+        return
+    if child is schedule.base:
+        raise RuntimeError(f"the baseline worker failed a span: {str(header.get('detail'))[:2000]}")
+    raise ChildFailed(Reason("crash", f"while timing (outside clock): {str(header.get('detail'))[:3000]}"))
+
+
+class SpanRejected(Exception):
+    def __init__(self, reason: Reason):
+        super().__init__(reason.detail)
+        self.reason = reason
+
+
+def summary(found: dict, label: str) -> dict:
+    """What the record keeps of the outside clock: each side's fit (ms), the spans' holds, and each span as [n, its
+    time less its hold] in the order run."""
+    out = {"baseline": label}
+    for side in ("candidate", label):
+        f = fit(found[side])
+        out[side if side == "candidate" else "base"] = {
+            "slope_ms": round(f["slope_ms"], 5), "spread_ms": round(f["spread_ms"], 5),
+            "fixed_ms": round(f["fixed_ms"], 3), "long_ms": round(f["long_ms"], 3), "n": [f["n1"], f["n2"]],
+            "hold_ms": round(max(s["hold_ms"] for s in found[side]), 3),
+            "starved_spans": sum(s["starved"] for s in found[side]),
+            "spans": [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in found[side]]}
+    return out

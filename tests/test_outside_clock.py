@@ -1,0 +1,212 @@
+"""The outside clock (gauntlet.judge.timing.outside) on the CPU: the span sizes and holds, the slope fit, the bound,
+the span replies' checks, and the schedule against scripted workers whose spans take a scripted time on a fake
+parent clock. The GPU side (the spans themselves, the fixture tests/bad/scales_reported_times.py) runs in the `gpu`
+corpus test."""
+import random
+
+import pytest
+import torch
+
+from gauntlet import protocol
+from gauntlet.judge.timing import outside, spots
+from gauntlet.judge.timing.bench import Schedule
+from tests.test_timing_judgement import FakeWorker
+
+FLUSH = 0.03          # ms a call's flush takes on the GPU, in the span as in a timed call
+FIXED = 4.0           # ms of a span request that does not grow with its calls (request, sync, reply)
+
+
+def _spans(slope, fixed=FIXED, hold=5.0, sizes=(20, 60), repeats=3, noise=0.0, seed=0, pad_short=0.0):
+    rng = random.Random(seed)
+    return [{"n": n, "hold_ms": hold, "repeat": r, "starved": False,
+             "wall_ms": fixed + hold + n * slope + rng.uniform(-noise, noise) + (pad_short if n == sizes[0] else 0)}
+            for r in range(repeats) for n in sizes]
+
+
+def test_span_sizes_differ_by_the_target_gpu_time_and_fit_the_longest_hold():
+    n1, n2 = outside.sizes(0.23, 0.05)
+    assert (n2 - n1) * 0.23 >= outside.SPAN_TARGET_MS and n1 >= 2
+    assert outside.span_hold(n2, 0.05, 0.23) <= outside.SPAN_HOLD_CAP_MS
+    n1, n2 = outside.sizes(0.005, 0.02)                 # a tiny call: capped
+    assert n2 == outside.SPAN_MAX_CALLS
+    n1, n2 = outside.sizes(0.05, 0.5)                   # a slow launch: n2 bounded by the longest hold
+    assert outside.HOLD_MARGIN * n2 * (0.5 + outside.LAUNCH_EXTRA_MS) <= outside.SPAN_HOLD_CAP_MS
+    assert n2 - n1 >= outside.SPAN_MIN_DIFF
+
+
+def test_the_hold_outlasts_the_launches_that_outrun_the_gpu():
+    assert outside.span_hold(100, 0.05, 1.0) == outside.SPAN_HOLD_MIN_MS      # the GPU is the slower: no lead needed
+    assert outside.span_hold(100, 0.2, 0.05) >= 100 * 0.2                      # the host is: the hold covers it
+    assert outside.span_hold(10_000, 1.0, 0.01) == outside.SPAN_HOLD_CAP_MS
+
+
+def test_the_fit_recovers_the_slope_and_the_fixed_cost_through_noise():
+    f = outside.fit(_spans(0.23, noise=0.1))
+    assert f["slope_ms"] == pytest.approx(0.23, abs=0.006)
+    assert f["fixed_ms"] == pytest.approx(FIXED, abs=0.3)
+    assert (f["n1"], f["n2"]) == (20, 60)
+    with pytest.raises(ValueError):
+        outside.fit([s for s in _spans(0.23) if s["n"] == 60])
+
+
+def test_an_honest_candidate_is_within_the_bound_and_a_scaled_one_is_tampering():
+    base = outside.fit(_spans(0.20 + FLUSH + 0.002, noise=0.1, seed=1))     # cuBLAS: 0.200 ms reported
+    honest = outside.fit(_spans(0.207 + FLUSH + 0.002, noise=0.1, seed=2))
+    assert outside.bound(honest, base, 0.207, 0.200, FLUSH, "cublas") == []
+    # Reports 0.8 of its 0.207 ms, every in-process figure made to agree: the parent's clock still sees 0.207.
+    found = outside.bound(honest, base, 0.8 * 0.207, 0.200, FLUSH, "cublas")
+    assert [r.code for r in found] == ["tampering"]
+    assert "report 0.1656 ms a call" in found[0].detail and "own clock saw 0.20" in found[0].detail
+
+
+def test_a_slower_honest_candidate_with_a_larger_fixed_cost_passes():
+    base = outside.fit(_spans(0.20 + FLUSH, seed=3))
+    cand = outside.fit(_spans(0.5 + FLUSH, fixed=FIXED + 1.0, seed=4))       # its reply: 1 ms more to build
+    assert outside.bound(cand, base, 0.5, 0.20, FLUSH, "cublas") == []
+
+
+def test_a_reply_delayed_on_the_short_spans_does_not_flatten_the_figure():
+    """Padding T(n1) lowers the slope; the long spans less the baseline's fixed cost still show the time."""
+    base = outside.fit(_spans(0.20 + FLUSH, sizes=(25, 125), seed=5))
+    padded = outside.fit(_spans(0.20 + FLUSH, sizes=(25, 125), pad_short=8.0, seed=6))    # slope 0.08 ms lower
+    assert padded["slope_ms"] < 0.20 + FLUSH - 0.07
+    assert outside.outside_ms(padded, base) >= 0.20 + FLUSH - outside.INTERCEPT_SLACK_MS / padded["n2"] - 1e-9
+    assert [r.code for r in outside.bound(padded, base, 0.8 * 0.20, 0.20, FLUSH, "cublas")] == ["tampering"]
+
+
+# -- the schedule, against scripted workers on a fake parent clock -------------------------------------------------
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self):
+        return self.now
+
+
+class SpanWorker(FakeWorker):
+    """A scripted worker whose spans take `fixed + hold + n * (gpu_ms + FLUSH)` on the parent's (fake) clock, and
+    whose last output is a small tensor made from the span's seed."""
+
+    def __init__(self, name, ms, log, clock, gpu_ms=None, **kw):
+        super().__init__(name, ms, log, **kw)
+        self.device, self.clock = "cuda", clock
+        self.gpu_ms = ms if gpu_ms is None else gpu_ms      # what the GPU really takes (ms: what the events say)
+        self.spans: list = []
+        self.starved_until = 0.0       # a hold shorter than this reports that it ran out
+        self.reply = {}                # fields to change in every span reply
+        self.last = None               # the last span's output
+        self.finished_later = False    # the output changes after the reply (the reply came before the work)
+
+    def request(self, header, timeout, what, max_blob=0, device=None):
+        if header["op"] == "bench_span_output":
+            self.log.append((self.name, "bench_span_output", self.peer.stopped))
+            seed, out = self.last
+            if self.finished_later:
+                out = out + 1
+            wire, blob = protocol.tensor_to_wire(out)
+            meta = {"is_tensor": True, "dtype": "float32", "shape": list(out.shape), "device": "cuda",
+                    "device_type": "cuda", "aliases_input": "", "stride": [1]}
+            return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
+        if header["op"] != "bench_span":
+            return super().request(header, timeout, what, max_blob, device)
+        self.cont()
+        self.log.append((self.name, "bench_span", self.peer.stopped))
+        n, hold = header["calls"], header["hold_ms"]
+        self.spans.append((n, hold))
+        self.clock.now += (FIXED + hold + n * (self.gpu_ms + FLUSH)) / 1e3
+        self.last = (header["seed"], torch.arange(64, dtype=torch.float32) * (header["seed"] % 97))
+        reply = {"ok": True, "seed": header["seed"], "starved": hold < self.starved_until,
+                 "picked": protocol.picked(self.last[1], header["picks"])}
+        return dict(reply, **self.reply), []
+
+
+def _schedule(monkeypatch, cand_ms=0.2, base_ms=0.2, gpu_ms=None):
+    clock, log = _Clock(), []
+    monkeypatch.setattr(outside, "time", clock)
+    cand = SpanWorker("cand", cand_ms, log, clock, gpu_ms=gpu_ms, gap_ms=0.1)
+    base = SpanWorker("base", base_ms, log, clock, gap_ms=0.1)
+    cand.peer, base.peer = base, cand
+    s = Schedule(cand, base, ["cublas"], {"shape": {}, "dtype": "bfloat16", "max_blob": 64}, timeout=5.0,
+                 declared=frozenset({"_gemm_kernel"}), custom=True)
+    return s, cand, base, log
+
+
+def test_the_schedule_runs_both_sides_spans_interleaved_and_keeps_the_long_spans_outputs(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch)
+    s.run(budget_s=1.0)
+    spans = [(who, stopped) for who, op, stopped in log if op == "bench_span"]
+    assert len(spans) == 2 * 2 * outside.SPAN_REPEATS and all(stopped for _, stopped in spans)
+    assert {n for n, _ in cand.spans} == {n for n, _ in base.spans} and len({n for n, _ in cand.spans}) == 2
+    n2 = max(n for n, _ in cand.spans)
+    proofs = s.outside["proofs"]
+    assert len(proofs) == outside.SPAN_REPEATS and all(i == n2 - 1 for i, _, _ in proofs)
+    figs = s.figures()
+    assert s.second_clock(figs) == []
+    summary = s.outside["summary"]
+    assert summary["baseline"] == "cublas" and summary["candidate"]["slope_ms"] == pytest.approx(0.2 + FLUSH, 0.02)
+
+
+def test_events_that_under_report_the_gpu_are_tampering_by_the_outside_clock(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch, cand_ms=0.16, gpu_ms=0.2)
+    s.run(budget_s=1.0)
+    assert not s.reasons
+    found = s.second_clock(s.figures())
+    assert "tampering" in [r.code for r in found]
+    assert any("judge's own clock saw" in r.detail for r in found)
+
+
+def test_the_long_spans_outputs_are_judged_with_the_spots(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch)
+    s.run(budget_s=1.0)
+    seen = []
+    monkeypatch.setattr(spots, "_judge_spots", lambda judge, spec, shape, chosen, record: seen.extend(chosen) or [])
+    monkeypatch.setattr(spots.peaks, "physics", lambda *a: [])
+    pending = spots.Pending(judge=None, spec=None, shape={}, schedule=s, entry={}, figs=s.figures(),
+                            opts=type("O", (), {"peaks": {}})(), record=None)
+    assert pending.settle() == []
+    assert all(p in seen for p in s.outside["proofs"])
+
+
+def test_a_span_that_reports_its_hold_ran_out_is_run_again_with_a_longer_hold(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch)
+    cand.starved_until = 1e9           # it always says so: the hold grows to its cap, and the bound still applies
+    s.run(budget_s=1.0)
+    by_n: dict = {}
+    for n, h in cand.spans:
+        by_n.setdefault(n, []).append(h)
+    for holds in by_n.values():
+        assert holds[0] < holds[1] and max(holds) == outside.SPAN_HOLD_CAP_MS
+    assert len(base.spans) == 2 * outside.SPAN_REPEATS            # the baseline's were never run again
+    assert s.outside["summary"]["candidate"]["starved_spans"] == 2 * outside.SPAN_REPEATS
+    assert s.second_clock(s.figures()) == []
+
+
+def test_a_reply_sent_before_its_output_was_finished_is_tampering(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch)
+    cand.finished_later = True
+    s.run(budget_s=1.0)
+    assert [r.code for r in s.reasons] == ["tampering"] and "does not hold" in s.reasons[0].detail
+
+
+@pytest.mark.parametrize("bad", [{"seed": 5}, {"starved": "no"}, {"picked": 7}, {"picked": "ab" * 5000}])
+def test_a_malformed_span_reply_is_tampering(monkeypatch, bad):
+    s, cand, base, log = _schedule(monkeypatch)
+    cand.reply = bad
+    s.run(budget_s=1.0)
+    assert [r.code for r in s.reasons] == ["tampering"]
+
+
+def test_a_baseline_span_failure_is_a_harness_error(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch)
+    base.reply = {"ok": False, "detail": "CUDA error"}
+    with pytest.raises(RuntimeError, match="baseline worker failed a span"):
+        s.run(budget_s=1.0)
+
+
+def test_without_a_gpu_or_a_baseline_that_can_be_held_the_record_says_why(monkeypatch):
+    s, cand, base, log = _schedule(monkeypatch)
+    base.waits = True
+    s.run(budget_s=1.0)
+    assert s.outside["summary"] == {"skipped": "no baseline whose calls can be queued behind a hold"}
+    assert not [op for _, op, _ in log if op == "bench_span"] and s.second_clock(s.figures()) == []
