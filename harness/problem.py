@@ -64,6 +64,9 @@ class Problem:
     # How a KernelBench file is judged here (gauntlet.formats): {inputs: names of make_inputs' outputs in order,
     # parameters: those that replace the module's own}, or {unsupported: why}; None: no mapping stated.
     kernelbench: dict | None = None
+    # device -> the float32 net case's shape (gauntlet.judge.values.net): one fixed, moderately large random case per
+    # float32 judgement, judged by error statistics; {} where the problem states none.
+    net_case: dict = field(default_factory=dict)
     baseline_paths: dict = field(default_factory=dict)   # label -> the file, found by gauntlet.discover
     raw: dict = field(repr=False, default_factory=dict)
     _module: ModuleType | None = field(default=None, repr=False)
@@ -116,7 +119,7 @@ def _eval_formula(expr: str, shape: dict, bytes_in: int, bytes_out: int) -> floa
 
 
 TOP_KEYS = ("id", "title", "dims", "dtypes", "fuzz", "benchmark", "baselines", "flops", "bytes", "output_layout",
-            "kernelbench")
+            "kernelbench", "net_case")
 LAYOUTS = ("contiguous", "any")
 FUZZ_KEYS = ("cpu", "cuda", "calls_per_case")
 
@@ -167,7 +170,7 @@ def load_problem(root: Path) -> Problem:
         fuzz=fuzz, calls_per_case=int(fuzz_raw.get("calls_per_case", 3)), benchmark=bench,
         baselines=need("baselines", dict), flops_expr=need("flops", str), bytes_expr=need("bytes", str),
         output_layout=raw.get("output_layout", "contiguous"), kernelbench=_kernelbench(path, raw.get("kernelbench")),
-        raw=raw)
+        net_case=_net_case(path, raw.get("net_case", {}), dims), raw=raw)
     if problem.output_layout not in LAYOUTS:
         raise ProblemError(f"{path}: output_layout must be one of {LAYOUTS}, got {problem.output_layout!r}")
     if problem.id != root.name:
@@ -217,6 +220,20 @@ def _dtype_spec(path, name, spec) -> DtypeSpec:
                      k_elem=float(spec.get("k_elem", 8)), floor=float(spec.get("floor", 2)),
                      tf32=bool(spec.get("tf32", False)), exact=bool(spec.get("exact", False)),
                      k_acc=float(spec.get("k_acc", 8192)))
+
+
+def _net_case(path, raw, dims) -> dict:
+    """net_case: {device: {dim: value for every dim}}: fixed shapes, so only their form is checked here."""
+    if not isinstance(raw, dict):
+        raise ProblemError(f"{path}: 'net_case' must map a device (cpu, cuda) to a shape")
+    _only(path, "net_case", raw, ("cpu", "cuda"))
+    for device, shape in raw.items():
+        if not isinstance(shape, dict) or sorted(shape) != sorted(dims):
+            raise ProblemError(f"{path}: net_case.{device} must give exactly the dims {dims}, got {shape!r}")
+        bad = [d for d, v in shape.items() if not (isinstance(v, str) or (type(v) is int and v >= 1))]
+        if bad:
+            raise ProblemError(f"{path}: net_case.{device}: {bad} must be positive integers (or a choice's name)")
+    return {device: dict(shape) for device, shape in raw.items()}
 
 
 def _fuzz_bounds(path, device, spec, dims) -> FuzzBounds:

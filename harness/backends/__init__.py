@@ -142,9 +142,10 @@ def _warm_triton() -> None:
         pass
 
 
-def after_import(backend: str, device: str) -> None:
-    """Fix-ups that depend on the backend's package being imported (the interpreter's bf16 dot)."""
+def after_import(backend: str, device: str, launch_name=None) -> None:
+    """Fix-ups that depend on the backend's package being imported (the interpreter's bf16 dot). `launch_name` names
+    the profiler range of each interpreted launch (the worker's ledger, gauntlet.child.launches)."""
     if device == "cpu" and backend == "triton":
         from .triton_interpreter import mark_launches, patch_interpreter
         patch_interpreter()
-        mark_launches()
+        mark_launches(launch_name)

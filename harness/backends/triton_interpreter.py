@@ -171,10 +171,15 @@ def patch_interpreter():
     return tuned
 
 
-def mark_launches() -> bool:
+LAUNCH_PREFIX = "gauntlet::launch::"
+
+
+def mark_launches(launch_name=None) -> bool:
     """Wrap each interpreted kernel launch in a profiler range named after the kernel (and, for an autotuned
     kernel, the config that ran), so the harness's profiler (gauntlet.child.profiling) sees the candidate's own
-    launches on the CPU, on any thread, and the record says which config ran. Idempotent."""
+    launches on the CPU, on any thread, and the record says which config ran. `launch_name(label)` gives the
+    range's name (the worker's: a per-call nonce and a launch number, recorded, gauntlet.child.launches); by
+    default LAUNCH_PREFIX + label. Idempotent: the first call's naming stays."""
     if not interpreter_in_use():
         return False
     try:
@@ -186,11 +191,12 @@ def mark_launches() -> bool:
     if executor is None or "_gauntlet_marked" in executor.__dict__:
         return executor is not None
     original = executor.__call__
+    named = launch_name or (lambda label: LAUNCH_PREFIX + label)
 
     def __call__(self, *args, **kwargs):
         name = getattr(getattr(self, "fn", None), "__name__", "kernel")
         note = triton_autotune.launch_note(kwargs)
-        with record_function(f"gauntlet::launch::{name}" + (f" [{note}]" if note else "")):
+        with record_function(named(name + (f" [{note}]" if note else ""))):
             return original(self, *args, **kwargs)
 
     executor.__call__ = __call__

@@ -17,6 +17,11 @@ import types
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .integrity import same
+
+_id, _type = id, type                       # bound at import: a later patch of builtins.id is not what compares
+_FUNCTION_CODE = types.FunctionType.__code__.__get__     # a function's code, read past any __getattribute__
+
 # --- tampering -------------------------------------------------------------------------------------------------
 
 def _watched_objects():
@@ -67,7 +72,8 @@ def _watched_objects():
 
 
 HARNESS_MODULES = ("backends", "discover", "formats", "gpu", "inputs", "problem", "protocol", "reasons",
-                   "child.adapters", "child.guard", "child.profiling", "child.state", "child.timing", "child.worker")
+                   "child.adapters", "child.guard", "child.integrity", "child.launches", "child.profiling", "child.state",
+                   "child.timing", "child.worker")
 
 
 def import_harness() -> None:
@@ -113,13 +119,19 @@ class TamperWatch:
 
     @staticmethod
     def _fingerprint(owner, attr):
-        value = owner.get(attr) if isinstance(owner, dict) else static_lookup(owner, attr)
-        code = getattr(value, "__code__", None)
-        return id(value), id(code) if code is not None else None
+        """(id of the value, id of its code object or 0): identities only, read without running the value's own
+        attribute lookup (a candidate object's __getattr__ could hand back the original function's code)."""
+        value = dict.get(owner, attr) if _type(owner) is dict else static_lookup(owner, attr)
+        inner = value.__func__ if _type(value) in (staticmethod, classmethod) else value
+        code = _FUNCTION_CODE(inner) if _type(inner) is types.FunctionType else None
+        return _id(value), _id(code) if code is not None else 0
 
     def changed(self) -> list[str]:
-        out = [label for label, owner, attr in self.items if self._fingerprint(owner, attr) != self.snapshot[label]]
-        if _hooks() != self.hooks:
+        # Compared as exact tuples of exact ints (integrity.same): nothing of the candidate's is asked whether it
+        # equals its snapshot.
+        out = [label for label, owner, attr in self.items
+               if not same(self._fingerprint(owner, attr), self.snapshot[label])]
+        if not same(_hooks(), self.hooks):
             out.append("sys.setprofile/settrace hook installed (it runs inside every timed call, baselines too)")
         return out
 
@@ -154,8 +166,10 @@ def static_lookup(owner, attr):
     return inspect.getattr_static(owner, attr, None)
 
 
-def _hooks():
-    return (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace())
+def _hooks() -> tuple:
+    """The identities of the profile and trace hooks in force. By id: a hook object whose __eq__ says "equal" to
+    None would otherwise pass for no hook at all."""
+    return tuple(_id(h) for h in (sys.getprofile(), sys.gettrace(), threading.getprofile(), threading.gettrace()))
 
 
 # --- background work -------------------------------------------------------------------------------------------

@@ -20,8 +20,7 @@ import torch
 from torch.autograd import profiler as autograd_profiler
 
 from ..gpu import BEGIN_KERNEL
-
-LAUNCH_MARK = "gauntlet::launch::"      # Triton interpreter launches (see gauntlet.backends.triton_interpreter)
+from .launches import PREFIX as LAUNCH_MARK     # Triton interpreter launches (gauntlet.child.launches)
 
 
 def _config():
@@ -67,33 +66,35 @@ class CallProfiler:
             self.events = list(self.prof.kineto_results.events())
         return False
 
-    def observed(self) -> dict:
+    def observed(self, nonce: str = "-", ledger: dict | None = None) -> dict:
         """{"kernels": [[name, µs], ...], "spans": [[start ns, end ns], ...] (one per kernel, in the same order, on
         the GPU's timeline from the session's first GPU activity), "ops": [aten op names], "launches": [kernel
-        names], "marked": True, "compiled": [the kernel names this worker's backends compiled so far
-        (gauntlet.child.provenance)]}. GPU activities are kernels, memcpys and memsets, on every stream."""
-        gpu, spans, cpu, launches, streams, corrs, api = [], [], [], [], [], [], {}
+        names], "forged_launches": [range names], "nonce": the call's, "marked": True, "compiled": [the kernel names
+        this worker's backends compiled so far (gauntlet.child.provenance)]}. GPU activities are kernels, memcpys and
+        memsets, on every stream. Launch ranges (the Triton interpreter's, on the CPU) are sorted into the harness's
+        own and forged ones by this call's nonce and ledger (gauntlet.child.launches); every aten op, inside a launch
+        range or not, is listed for the allowlist."""
+        from . import launches as ledgers
+        gpu, spans, cpu, ranges, streams, corrs, api = [], [], set(), [], [], [], {}
         for e in self.events or []:
             name = e.name()
             if name.startswith(LAUNCH_MARK):
-                launches.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name[len(LAUNCH_MARK):]))
+                ranges.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name))
             elif e.device_type() != torch.autograd.DeviceType.CPU:
                 gpu.append([name, (e.end_ns() - e.start_ns()) / 1e3])
                 spans.append((e.start_ns(), e.end_ns()))
                 streams.append(_int(e, "device_resource_id"))
                 corrs.append(_int(e, "correlation_id"))
             elif name.startswith("aten::"):
-                cpu.append((e.start_ns(), e.end_ns(), e.start_thread_id(), name))
+                cpu.add(name)
             elif name.startswith(("cu", "hip")):                              # a runtime/driver API call
                 api[_int(e, "correlation_id")] = (e.start_ns(), e.end_ns())
-        # ops run by the interpreter inside one of the candidate's own launches are the kernel's, not glue
-        ops = sorted({k for a, b, t, k in cpu
-                      if not any(t == lt and la <= a and b <= lb for la, lb, lt, _ in launches)})
+        own, forged = ledgers.sort(ranges, nonce, ledger or {})
         t0 = min((a for a, _ in spans), default=0)
         from . import provenance
         return {"compiled": provenance.names(), "kernels": gpu, "spans": [[a - t0, b - t0] for a, b in spans],
-                "ops": ops, "launches": [k for *_, k in launches], "marked": self.events is not None,
-                "streams": streams, "after_begin": _after_begin(gpu, corrs, api)}
+                "ops": sorted(cpu), "launches": own, "forged_launches": forged, "nonce": nonce,
+                "marked": self.events is not None, "streams": streams, "after_begin": _after_begin(gpu, corrs, api)}
 
 
 def gpu_work_after(events, marker: str) -> float | None:

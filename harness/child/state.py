@@ -15,6 +15,7 @@ import threading
 import torch
 
 from . import guard
+from .integrity import fingerprint, is_data, same
 
 # Environment variables read by the libraries a call goes through: math modes, workspace and algorithm choices,
 # library selection, preloads. Others (a cache directory, say) are the candidate's own business.
@@ -74,24 +75,15 @@ def _env() -> dict:
     return {k: v for k, v in os.environ.items() if k.startswith(STEERING_ENV)}
 
 
-def _data_fingerprint(value):
-    """Data by value: small plain values compared as they are, containers by their repr (truncated)."""
-    if isinstance(value, (int, float, str, bytes, bool, type(None))):
-        return value
-    if isinstance(value, (tuple, list, dict, set, frozenset)):
-        text = repr(value)
-        return text if len(text) < 4096 else (len(text), text[:4096])
-    return None          # modules, classes, code: identity is TamperWatch's job
-
-
 # Harness data that changes during a call by design: the kernels the backends compiled (a solve that compiles
 # lazily adds to it; gauntlet.child.provenance says why a forged entry is not caught here).
 GROWS = frozenset({"gauntlet.child.provenance._NAMES"})
 
 
 def _harness_data() -> dict:
-    """Module globals and class attributes (non-code) of every harness module and baseline module imported, except
-    GROWS."""
+    """Fingerprints (gauntlet.child.integrity) of the module globals and class attributes that are data (not code) in
+    every harness, problem and baseline module imported, except GROWS: plain values by exact type and value, other
+    objects by identity, so a global rebound to a look-alike (a `str` subclass that claims equality) is a change."""
     out = {}
     for name, mod in list(sys.modules.items()):
         if not (name.startswith("gauntlet.") or name.startswith("gauntlet_baseline_")
@@ -100,14 +92,13 @@ def _harness_data() -> dict:
         for attr, value in list(vars(mod).items()):
             if attr.startswith("__"):
                 continue
-            fp = _data_fingerprint(value)
-            if fp is not None and f"{name}.{attr}" not in GROWS:
-                out[f"{name}.{attr}"] = fp
+            if is_data(value):
+                if f"{name}.{attr}" not in GROWS:
+                    out[f"{name}.{attr}"] = fingerprint(value)
             elif isinstance(value, type) and getattr(value, "__module__", "") == name:
                 for cattr, cvalue in list(vars(value).items()):
-                    cfp = None if cattr.startswith("__") else _data_fingerprint(cvalue)
-                    if cfp is not None:
-                        out[f"{name}.{attr}.{cattr}"] = cfp
+                    if not cattr.startswith("__") and is_data(cvalue):
+                        out[f"{name}.{attr}.{cattr}"] = fingerprint(cvalue)
     return out
 
 
@@ -125,7 +116,7 @@ class Snapshot:
         out = []
         env = _env()
         for key in sorted(set(env) | set(self.env)):
-            if env.get(key) != self.env.get(key):
+            if not same(fingerprint(env.get(key)), fingerprint(self.env.get(key))):
                 out.append(f"environment variable {key}")
                 if restore:
                     if key in self.env:
@@ -133,12 +124,13 @@ class Snapshot:
                     else:
                         os.environ.pop(key, None)
         flags = _flags()
-        changed_flags = [k for k in self.flags if flags.get(k) != self.flags[k]]
+        changed_flags = [k for k in self.flags if not same(fingerprint(flags.get(k)), fingerprint(self.flags[k]))]
         out += [f"torch switch {k} ({self.flags[k]!r} -> {flags.get(k)!r})" for k in changed_flags]
         if changed_flags and restore:
             _restore_flags(self.flags)
         data = _harness_data()
-        out += [f"harness data {k}" for k in self.data if data.get(k, self.data[k]) != self.data[k]]
+        # a name that went away (deleted, or rebound to code) is a change too
+        out += [f"harness data {k}" for k in self.data if not same(data.get(k, ("missing",)), self.data[k])]
         return out
 
     def new_threads(self) -> list[str]:

@@ -89,7 +89,8 @@ class Session:
             self.problem = load_problem(Path(self.problem_dir))
             self.problem.module()
             self.baselines = _load_baselines(self.baseline_files) if self.role == "baseline" else {}
-            backends.after_import(self.backend, self.device)
+            from . import launches
+            backends.after_import(self.backend, self.device, launches.opened)
             if self.role == "candidate":
                 from . import provenance
                 provenance.install()            # before any compiler the candidate may use is imported or run
@@ -173,6 +174,8 @@ class Session:
         try:
             header, blobs = handlers[op](request)
         except BaseException:  # noqa: BLE001 - any failure of the candidate is a verdict, not a dead harness
+            from . import launches
+            launches.end()                # a call that raised leaves no ledger behind for the state snapshot
             return {"ok": False, "code": "crash", "detail": _tb()}, []
         header["state"] = self.watch.changed() + self.snapshot.changes()
         return header, blobs
@@ -190,7 +193,7 @@ class Session:
     def run_case(self, request: dict):
         import torch
 
-        from . import guard
+        from . import guard, launches
         from .profiling import CallProfiler
         from .timing import held_call, settle
         from ..gpu import HOLD_MS
@@ -203,6 +206,7 @@ class Session:
         if cuda:
             torch.cuda.synchronize()
         straggler_ms = 0.0
+        launches.begin(request.get("nonce"))       # the judge's nonce for this call's launch ranges
         with matmul_precision(spec), torch.no_grad(), CallProfiler(self.device) as prof:
             if cuda:
                 # Run as a timed call is run (timing.held_call): behind the same hold of the whole GPU, between
@@ -220,6 +224,7 @@ class Session:
             else:
                 out = self.solve(*inputs)
                 seen = out
+        nonce, ledger = launches.end()
         background = guard.background_work(threads)
         if straggler_ms > STRAGGLER_LIMIT_MS:
             # The host's clock found the device-wide sync slow; a host that preempted this thread makes it so too
@@ -242,7 +247,7 @@ class Session:
             guard.reset_persisting_l2()
         header = {"ok": True, "meta": header_meta, "input_digests": [protocol.digest(x) for x in inputs],
                   "bands_changed": guard.bands_changed(bands),
-                  "tampering": tampering, "background": background, "calls": [prof.observed()]}
+                  "tampering": tampering, "background": background, "calls": [prof.observed(nonce, ledger)]}
         if payload is None:
             return header, []
         ref = None if header_meta["aliases_input"] else guard.storage_ref(out)

@@ -5,6 +5,7 @@ the trusted side; `CaseFailed` and `Abort` are how a call's verdict reaches the 
 from __future__ import annotations
 
 import collections
+import secrets
 import time
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ from ..inputs import make_inputs
 from .process import kernels, replies
 from .process.isolate import Child, ChildFailed
 from .timing import turns
-from .values import check, conventions
+from .values import check, conventions, net, origin
 from .values.oracle import expected_for
 from ..problem import DtypeSpec, Problem
 from ..protocol import digest
@@ -59,6 +60,7 @@ class Judge:
     declared: frozenset = frozenset()    # the candidate's Triton kernel names, reported by its worker at start-up
     custom: bool = True                  # a non-torch backend: its work must be its own
     host_bound: bool = False             # a side starved with the host quiet: time on a quiet host (judge.timed)
+    nonce: str = ""                      # the current call's (gauntlet.child.launches)
 
     def __post_init__(self):
         # The case's earlier calls, and no more: a new case may draw the same shape, and its expectations must not
@@ -122,7 +124,11 @@ class Judge:
             phases["expect"] += t1 - t0
         try:
             self.calls += 1
-            header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed},
+            # A fresh nonce per call names the interpreter's launch ranges (gauntlet.child.launches): no range name
+            # is right before the call has begun.
+            self.nonce = secrets.token_hex(8)
+            header, blobs = self.child.request({"op": "case", "shape": shape, "dtype": spec.name, "seed": seed,
+                                                "nonce": self.nonce},
                                                timeout=self.timeout, what=f"running solve on {shape}",
                                                max_blob=replies.blob_cap(expected.oracle.numel()))
         except ChildFailed as exc:
@@ -158,10 +164,20 @@ class Judge:
             if value and self._is_stale(out, key, spec):
                 value = [Reason("stale_output", "the output matches the answer to an earlier call with other "
                                                 "inputs, not this call's")]
-            reasons += value
+            reasons += value + self._value_statistics(out, inputs, expected, shape, spec)
         reasons += check.retained_reasons(header["meta"])
         self.history.append((key, expected))
         return reasons
+
+    def _value_statistics(self, out, inputs, expected, shape, spec: DtypeSpec) -> list[Reason]:
+        """What the values say beyond the tolerance: at the float32 net case, error statistics (values.net); for a
+        non-torch backend, an output that is torch's own bit for bit (values.origin), whatever the reply says."""
+        exact_case = bool(getattr(expected, "exact_case", False))
+        found = net.reasons(out, expected) if net.applies(self.problem, self.device, shape, spec, exact_case) else []
+        control = getattr(self.problem.module(), "sequential_order", None)
+        if self.custom and callable(control) and not isinstance(expected, conventions.Admissible):
+            found += origin.library_reasons(out, expected, exact_case or spec.exact, lambda: control(*inputs))
+        return found
 
     def _is_stale(self, out: torch.Tensor, key, spec: DtypeSpec) -> bool:
         """A wrong output that passes against an earlier call's expectations of the same case shape. Outputs of a
@@ -184,6 +200,8 @@ class Judge:
                 self.device == "cuda" or self.child.backend == "triton")
             found = kernels.call_problems(header["calls"][0], self.device, self.declared, timed=False,
                                           need_own=need_own)
+            if self.device == "cpu" and header["calls"][0].get("nonce", self.nonce) != self.nonce:
+                found.append("the call's profile carries another call's nonce (a replayed or forged reply)")
             if found:
                 reasons.append(Reason("forbidden_op", "; ".join(found)))
         if header.get("background"):

@@ -9,9 +9,11 @@ An allowlist, not a list of forbidden names. For a non-torch backend:
   CUTLASS library, cuDNN, flash/mem-efficient attention, cuSPARSE, cuFFT, ...) or any other torch kernel (softmax,
   norms, im2col, ...) is `forbidden_op`, named. Every call must run at least one kernel of its own, and in timed calls
   its own kernels must take most of the kernel time (glue is glue, not the computation).
-- on the CPU, every aten op run during the call, on any thread, must be in one of the same families (ops run by
-  Triton's interpreter inside one of the candidate's launches are the kernel's), and a Triton solution must
-  launch at least one kernel of its own in every call.
+- on the CPU, every aten op run during the call, on any thread, must be in one of the same families (inside the
+  Triton interpreter's launch ranges too: the interpreter itself runs only allocation, copies and casts), and a
+  Triton solution must launch at least one kernel of its own in every call: a launch range the harness opened under
+  the judge's nonce for the call (gauntlet.child.launches); a range named like one that it did not open is
+  `forbidden_op`.
 A torch-backend candidate may run anything: it is judged on values and time alone.
 """
 from __future__ import annotations
@@ -258,6 +260,9 @@ def call_problems(call: dict, device: str, declared: frozenset, timed: bool, nee
     if device == "cpu":
         bad = [op for op in call.get("ops", []) if _op(op) not in ALLOWED_OPS]
         out = [f"aten op(s) outside the allowlist ran: {', '.join(sorted(set(bad))[:6])}"] if bad else []
+        if call.get("forged_launches"):          # gauntlet.child.launches: ranges the harness did not open
+            out.append("profiler range(s) named like the harness's launch mark that the harness did not open: "
+                       + ", ".join(sorted(set(call["forged_launches"]))[:3]))
         if need_own and not call.get("launches"):
             out.append("no kernel of the candidate's own was launched in this call (Triton interpreter saw none)")
         return out

@@ -52,6 +52,8 @@ def calls(header: dict, n: int) -> list[dict]:
         _strings(c.get("ops", []), "'ops'")
         _strings(c.get("launches", []), "'launches'")
         _strings(c.get("compiled", []), "'compiled'")
+        _strings(c.get("forged_launches", []), "'forged_launches'")
+        _need(isinstance(c.get("nonce", ""), str), "'nonce' must be a string")
         _need(c.get("marked") is True, "a call's profiler mark is missing (was the profiler stopped?)")
     return cs
 
