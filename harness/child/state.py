@@ -93,13 +93,23 @@ def _harness_data() -> dict:
             if attr.startswith("__"):
                 continue
             if is_data(value):
-                if f"{name}.{attr}" not in GROWS:
+                if f"{name}.{attr}" not in GROWS and _kept(value):
                     out[f"{name}.{attr}"] = fingerprint(value)
             elif isinstance(value, type) and getattr(value, "__module__", "") == name:
                 for cattr, cvalue in list(vars(value).items()):
-                    if not cattr.startswith("__") and is_data(cvalue):
+                    if not cattr.startswith("__") and is_data(cvalue) and _kept(cvalue):
                         out[f"{name}.{attr}.{cattr}"] = fingerprint(cvalue)
     return out
+
+
+def _kept(value) -> bool:
+    """Whether a data item is compared at all: values and containers of exact builtin types, not None and not other
+    objects. A global that is None until the harness first needs it (a lazily made buffer, a cache) or an object the
+    harness rebinds as it works would otherwise read as a change in the call that happened to set it, and an honest
+    candidate would be `tampering` by chance; those objects' identity is the tamper watch's business where it matters.
+    A kept value rebound to anything else (a look-alike subclass included) is no longer kept, and its absence from
+    the new fingerprints is the change."""
+    return value is not None and fingerprint(value)[0] != "object"
 
 
 class Snapshot:
