@@ -46,8 +46,8 @@ class CardMemory:
     def current(cls) -> "CardMemory | None":
         """The card torch's current device is, or None (no CUDA, no NVML). Where this process has not started
         CUDA through torch, device 0 of those visible (torch's current device until something sets another),
-        asked of the driver directly: no torch import (three seconds of the judge's start-up on an H100 host,
-        where the watchdog needs this card before the workers are let go)."""
+        asked of the driver directly: no torch import (seconds of the judge's start-up, on its critical path: the
+        watchdog needs this card before the workers are let go; docs/benchmarks.md, *One eval*)."""
         try:
             torch = sys.modules.get("torch")
             if torch is not None and torch.cuda.is_initialized():

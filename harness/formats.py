@@ -125,7 +125,8 @@ def _format(tree, forced) -> tuple[str | None, str | None]:
         return None, ("the file is none of the formats Gauntlet judges: a native solution defines BACKEND = "
                       f"{' | '.join(repr(b) for b in _BACKENDS)} and solve(*inputs); a KernelBench file defines "
                       "class ModelNew(nn.Module) (and get_init_inputs() when its constructor takes arguments); a "
-                      "GPU MODE submission defines custom_kernel(data). README, \"Other formats\"")
+                      "GPU MODE submission defines custom_kernel(data). See docs/guide.md, \"The other formats: "
+                      "KernelBench and GPU MODE files\"")
     marks = ", ".join(f"{mark} ({LABELS[f]})" for f, mark in found.items())
     return None, f"the file defines the marks of several formats: {marks}; say which with --format"
 

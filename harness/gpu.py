@@ -255,11 +255,10 @@ def kernels() -> _Kernels:
 def prime() -> None:
     """Launch the prime (an empty kernel, on the harness's own stream) and wait for it: the first thing inside every
     call's profiler session, before the hold is queued. The session's first kernel launch carries the profiler's
-    own start-up cost on the host: measured on an H100, queuing the hold as that first launch took 0.64-0.68 ms
-    (median) and 2.5 ms or more in one call of ten, longer than the 1 ms hold, so the call's kernel reached the
-    GPU after the hold had run out and the GPU sat idle for as long as the call took to launch (0.15-0.3 ms: a
-    third of the figure of a 0.2 ms GEMM, on either side, in stretches of seconds). Primed, the hold's launch took
-    0.07 ms and no call was starved (gauntlet.child.timing.held_call)."""
+    own start-up cost on the host: queued as that first launch, the hold can take longer to queue than it runs, so
+    the call's kernel reaches the GPU after the hold has run out and the GPU sits idle for as long as the call takes
+    to launch, which the event time would count as the kernel's. Primed, the hold's launch is short and the call is
+    not starved (gauntlet.child.timing.held_call; docs/benchmarks.md, "Starved by the profiler")."""
     k = kernels()
     k.launch(PRIME_KERNEL, 1, 32, 0, stream=k.begin_stream)
     k.begin_stream.synchronize()

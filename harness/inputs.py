@@ -5,8 +5,8 @@ call solve): neither trusts the other's copy.
 
 Magnitudes across the exponent range (float32 and tf32 dtypes). A problem's make_inputs draws values of moderate
 size, inside fp16's range, so "fp32" or "tf32" computed with fp16 operands (the same 10 stored mantissa bits as
-TF32, 1.3x faster on an H100) passed every case. So each call's seed also picks how its inputs are scaled, in the
-harness, for every problem at once (`magnitude_mode`, out of 12):
+TF32, and faster) would pass every case. So each call's seed also picks how its inputs are scaled, in the harness,
+for every problem at once (`magnitude_mode`, out of 12):
 - 3 `as_made`: the problem's own values;
 - 2 `huge`: each float input times its own 2**s, s in [20, 40] (fp16 overflows at 2**16: inf, then NaN);
 - 2 `tiny`: each float input times 2**-s, s in [24, 34] (fp16's smallest subnormal is 2**-24: zeros);
@@ -19,11 +19,10 @@ harness, for every problem at once (`magnitude_mode`, out of 12):
 bf16 shares fp32's exponent range: only its mantissa tells it apart, which the `exact` cases test.
 Scaling by powers of two is exact (no product or sum leaves fp32's normal range: |C| stays under 2**100 and above
 2**-90), so the fp64 oracle, the error scale and every tolerance move with the values and stay right
-(tests/test_budget.py and tests/test_net.py check both sides). Measured on the CPU over 9 gemm shapes x 24 seeds:
-`tf32` with fp16 operands was rejected in 0 of 50 calls as made and in 166 of 166 `huge`, `tiny` and `spread`
-calls; with fp16 operands scaled per tensor, in 69 of 84 `spread` calls; "fp32" as three bf16 GEMMs in 1 of 50 as
-made and 37 of 41 `exact` calls; honest fp32 and TF32 orders in none (tests/bad/tf32_via_fp16_operands.py,
-tf32_via_scaled_fp16_operands.py, fp32_via_three_bf16.py).
+(tests/test_budget.py and tests/test_net.py check both sides). The problems' own values almost never catch fp16 or
+bf16 operands; the scaled and exact modes catch them in most calls, and honest fp32 and TF32 orders in none
+(tests/bad/tf32_via_fp16_operands.py, tf32_via_scaled_fp16_operands.py, fp32_via_three_bf16.py; the rates are in
+docs/benchmarks.md, "Figures moved from docstrings").
 """
 from __future__ import annotations
 
@@ -141,8 +140,8 @@ KEY_SLAB = 1 << 25          # random keys drawn at once by _sparse_columns (128 
 def _sparse_columns(lead, K, N, terms, b_bits, g, device):
     """B (*lead, K, N): in each column, `terms` rows picked at random (the largest of K random keys) hold nonzero
     integers below 2**b_bits with random signs; the rest is zero. Made a slab of columns at a time, so the keys and
-    their top-k never take more than KEY_SLAB elements beside B. (Keys for all of B and two int64 argsorts of them,
-    about six times B's own size, ran a worker out of memory on an 80 GB H100: bmm, B=128 K=4032 N=1920, fp32.)"""
+    their top-k never take more than KEY_SLAB elements beside B. (Keys for all of B and two int64 argsorts of them
+    take about six times B's own size: enough to run a worker out of memory on bmm's largest cases.)"""
     b = torch.zeros(*lead, K, N, device=device)
     if b.numel() == 0:
         return b

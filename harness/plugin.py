@@ -66,8 +66,8 @@ def pin_xdist_worker(environ=os.environ, gpu_count=_gpu_count) -> None:
 def share_cpu_threads(environ=os.environ, cores=os.cpu_count) -> None:
     """`pytest -n N`: each xdist worker gets its share of the host's cores for torch's (OpenMP's) CPU threads, unless
     OMP_NUM_THREADS is set already; the judges and candidate workers it starts inherit it. Without a share every
-    worker's torch spins one thread per core: 14 workers on a 16-core H100 runner made a 3 s CPU test take 198 s
-    and stretched the whole suite past 10 minutes."""
+    worker's torch spins one thread per core, the host's cores oversubscribed as many times as there are workers, and
+    a CPU test takes tens of times as long (docs/benchmarks.md, "The test suite")."""
     index, workers = _xdist_worker(environ)
     if index is None or environ.get("OMP_NUM_THREADS"):
         return
@@ -125,8 +125,8 @@ def pytest_configure(config):
 
 class EarlyReasons:
     """A failed judgement's reasons are printed when it fails, not only in pytest's summary at the end: a GPU CI job
-    stopped at its time limit prints no summary, and the reasons of a failure it saw were lost that way (on an
-    H100 runner). In the controller only (under pytest-xdist the workers' reports come to it)."""
+    stopped at its time limit prints no summary, and the reasons of a failure it saw would be lost with it. In the
+    controller only (under pytest-xdist the workers' reports come to it)."""
 
     def __init__(self, config):
         self.config = config
@@ -236,8 +236,8 @@ def pytest_collect_file(file_path: Path, parent):
 def pytest_pycollect_makemodule(module_path: Path, parent):
     """A solution file named on the command line (`pytest solutions/gemm/mine.py`) is not a test module: pytest's
     python plugin would import it, running candidate code unconfined in the pytest process, and two solutions of
-    the same file name in two problems' folders would be an "import file mismatch" collection error (seen on an
-    H100 runner). Its judgements come from SolutionFile alone."""
+    the same file name in two problems' folders would be an "import file mismatch" collection error. Its judgements
+    come from SolutionFile alone."""
     if module_path.parent.resolve() not in _solution_folders(parent.config):
         return None
     if any(fnmatch.fnmatch(module_path.name, pattern) for pattern in parent.config.getini("python_files")):
@@ -300,8 +300,8 @@ class JudgeItem(pytest.Item):
             pytest.skip(f"{self.solution.backend} on {device}: {why}")
         # On the CPU the interpreter is slow and the domain's edges (up to 10 cases, always judged first, the aligned
         # all-dims case among them) carry most of what a CPU judgement can find; 1 random draw follows them, a fresh
-        # one every run (CI's 15-minute budget on 2 cores: with 2 draws and the 31 solutions the suite took 15.8 min
-        # on this 2-core machine).
+        # one every run (CI's 15-minute budget on 2 cores: 2 draws take the suite past it; docs/benchmarks.md,
+        # "Figures moved from docstrings").
         examples = cfg.getoption("--gauntlet-examples") or (1 if device == "cpu" else 40)
         opts = Options(device=device, dtypes=(self.dtype,) if self.dtype else None, examples=examples,
                        seed=cfg.getoption("--gauntlet-seed"), timing=cfg.getoption("--gauntlet-timing"),

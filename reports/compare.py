@@ -115,7 +115,8 @@ def _timing_rows(key: str, a: dict, b: dict, threshold_pct: float) -> list[dict]
             rows.append({"key": key, "dtype": tb.get("dtype"), "shape": _shape(tb.get("shape")), "baseline": label,
                          "speedup": [sa["speedup"], sb["speedup"]],
                          "candidate_ms": [ta.get("candidate_ms"), tb.get("candidate_ms")],
-                         "change_pct": round(100 * change, 2), "ci95_pct": [round(100 * ci[0], 2), round(100 * ci[1], 2)],
+                         "change_pct": round(100 * change, 2),
+                         "ci95_pct": [round(100 * ci[0], 2), round(100 * ci[1], 2)],
                          "slower": ci[0] > 0 and 100 * change > threshold_pct,
                          "faster": ci[1] < 0 and -100 * change > threshold_pct})
     return rows

@@ -2,8 +2,8 @@
 and `gauntlet eval-many` lines all become one `gauntlet.run/1` dict, checked before anything is rendered.
 
 Every failure is a ValueError that starts with the file's name and says which field was wrong, so a bad file never
-leaves a half-written report behind. Only the fields the report reads are type-checked (the published JSON Schemas
-in harness/schemas/ are the full contract; gauntlet.reports.schema validates against them where jsonschema is installed).
+leaves a half-written report behind. Only the fields the report reads are type-checked (the published JSON Schemas in
+harness/schemas/ are the full contract; gauntlet.reports.schema validates against them where jsonschema is installed).
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The report as data: per machine, a summary grid and one view per problem (tables, failures, chart data).
 
-Both renderers read this and nothing else: gauntlet.reports.markdown prints it, gauntlet.reports.page fills the HTML template and
-gauntlet.reports.charts draws the chart data. Problems with a failure come first (they need attention); within a problem,
-`unsupported` records (the backend cannot run here: not a failure, by the README's words) are kept apart.
+Both renderers read this and nothing else: gauntlet.reports.markdown prints it, gauntlet.reports.page fills the HTML
+template and gauntlet.reports.charts draws the chart data. Problems with a failure come first (they need attention);
+within a problem, `unsupported` records (the backend cannot run here: not a failure, by the README's words) are kept
+apart.
 
 Anchors are made of indexes only ("g0-p3-d0-s2"), never of names from a result, so no result can shape an id.
 """

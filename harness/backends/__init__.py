@@ -54,8 +54,8 @@ def interpreter_broken() -> str:
     """Why Triton's CPU interpreter cannot run kernels with the installed packages, or "". Triton <= 3.6's
     interpreter turns one-element arrays into Python scalars, which numpy 2.4 refuses ("only 0-dimensional arrays
     can be converted to Python scalars", raised inside every kernel): with that pair every CPU judgement of a Triton
-    kernel would be a `crash` blamed on the candidate, so the backend is `unsupported` on the CPU instead (as on the
-    H100 runner's numpy 2.5). Read from the packages' metadata: nothing is imported."""
+    kernel would be a `crash` blamed on the candidate, so the backend is `unsupported` on the CPU instead (numpy 2.5
+    included). Read from the packages' metadata: nothing is imported."""
     from importlib import metadata
     try:
         triton, numpy = metadata.version("triton"), metadata.version("numpy")
@@ -83,9 +83,10 @@ def prepare_process(backend: str, device: str) -> None:
 
 
 # The library each backend's candidates import first, imported by the worker before its gate (gauntlet.child.worker,
-# Session.prepare): at the gate's word the candidate's import then finds it loaded (Triton's import alone is about
-# half a second of a worker's start on an H100 host). Only what is known to import without touching the GPU (Triton
-# sets up its driver on first use); CuPy and the CuTe DSL are left to the candidate's own import.
+# Session.prepare): at the gate's word the candidate's import then finds it loaded (Triton's import is a sizeable part
+# of a worker's start-up: docs/benchmarks.md, *Figures moved from docstrings*). Only what is known to import without
+# touching the GPU (Triton sets up its driver on first use); CuPy and the CuTe DSL are left to the candidate's own
+# import.
 PRELOAD = {"triton": ("triton", "triton.language")}
 
 
@@ -108,8 +109,8 @@ _WARMING: list = []
 def start_warming(backend: str, device: str) -> None:
     """Begin, in a thread of its own, what Triton does once per process at its first compile or cache lookup
     (`_warm_triton`), so that it is done before the worker's go and overlaps the worker's import of torch (its
-    hashing and file reads let go of the GIL): measured on an H100 it was 0.6 s of a Triton candidate's first
-    correctness call, and done in line before the go it lengthened that worker's start by as much. The thread
+    hashing and file reads let go of the GIL): it is a large part of a Triton candidate's first correctness call
+    (docs/benchmarks.md), and done in line before the go it would lengthen the worker's start by as much. The thread
     imports Triton only, which imports no torch, so it never waits for a module the worker's main thread is
     importing; `finish_warming` waits for it before the main thread imports anything that imports Triton, and it is
     gone before the worker's snapshot of its threads is taken."""
@@ -129,9 +130,9 @@ def finish_warming() -> None:
 
 def _warm_triton() -> None:
     """The digest of Triton's own installed files (triton.runtime.cache.triton_key, part of every kernel's cache
-    key: it reads and hashes libtriton, 0.42 s on an H100 host), taken from the judge's cache where it is there and
-    current (gauntlet.backends.triton_key), and the import of Triton's Gluon front end (0.16 s), which the first
-    specialization of an argument list pulls in. Reads files and imports modules only: no GPU."""
+    key: it reads and hashes libtriton, hundreds of MB), taken from the judge's cache where it is there and current
+    (gauntlet.backends.triton_key), and the import of Triton's Gluon front end, which the first specialization of an
+    argument list pulls in. Reads files and imports modules only: no GPU."""
     try:
         from . import triton_key as stored
         if not stored.load(os.environ.get(stored.ENV)):

@@ -3,11 +3,11 @@
 Why this exists. On the first call of each key, Triton's `Autotuner.run` benchmarks every config with the active
 GPU driver's benchmarker (`driver.active.get_benchmarker()`, triton/runtime/autotuner.py, Triton 3.6.0). Under
 TRITON_INTERPRET=1 there is no driver ("0 active drivers"), so every autotuned kernel, the common idiom in
-third-party Triton code, crashed on the CPU before computing anything.
+third-party Triton code, would crash on the CPU before computing anything.
 
 The rule. The interpreter runs the first config left after the autotuner's own pruning (`prune_configs_by`:
 `early_config_prune`, then `perf_model` / `top_k`, exactly as Triton applies them, so with a perf model it is the
-model's favourite). A CPU cannot know which config an H100 would time fastest; a kernel must be right with every
+model's favourite). A CPU cannot know which config a GPU would time fastest; a kernel must be right with every
 config it lists anyway. Each launch is marked `name [autotune: config 2 of 3: BLOCK=64, num_warps=4, num_stages=3]`
 (gauntlet.backends.triton_interpreter.mark_launches), so the judgement record lists the config under the dtype's
 `kernels`, and the worker's stderr says it once per kernel and config.
@@ -24,7 +24,7 @@ hooks, as on the GPU. A single config is run without benchmark or hooks, as Trit
 nothing: it only computes meta-parameters on the host.
 
 Not the same: configs the GPU would drop because they do not compile or fit (OutOfResources, ptxas errors) are not
-known here, so the first config is run even if an H100 would have rejected it.
+known here, so the first config is run even if the GPU would reject it.
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ own bit manipulation, `_convert_float`, which gets the values a correct fp8 kern
 rounds ties up (1 + 1/16 -> 1.125, not 1.0), drops the carry of a mantissa that rounds up into the next binade
 (1.9375 -> 1.0, not 2.0), flushes or mangles subnormals (3 * 2**-10 -> 2**-9, not 2**-8), and turns out-of-range
 values into whatever its clamped exponent spells (470 -> NaN, inf -> 256, NaN -> 384); decoding e5m2 subnormals
-gives 0 and the e4m3fn NaN gives 480. A kernel that quantizes to fp8 correctly was therefore rejected on the CPU.
+gives 0 and the e4m3fn NaN gives 480. Left as they are, they would reject on the CPU a kernel that quantizes to fp8
+correctly.
 
 What the GPU does, read from Triton's NVIDIA lowering of `FpToFpOp` (third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/
 ElementwiseOpToLLVM.cpp) and the PTX `cvt` rules (not measured on a GPU by this module's tests):

@@ -138,7 +138,7 @@ def patch_interpreter():
         a, b = as_f32(a), as_f32(b)
         if d.data.dtype == np.float32 and a.data.dtype in _F32_EXACT and b.data.dtype in _F32_EXACT:
             # Same math as the original (operands widened exactly to fp32, fp32 accumulation), but the original's
-            # np.matmul(..., dtype=float32) skips BLAS and is ~300x slower: that was most of the CPU test time.
+            # np.matmul(..., dtype=float32) skips BLAS and is ~300x slower, which would dominate the CPU tests' time.
             prod = np.matmul(a.data.astype(np.float32, copy=False), b.data.astype(np.float32, copy=False))
             return handle_cls(prod + d.data, d.dtype.scalar)
         return originals["create_dot"](self, a, b, d, input_precision, max_num_imprecise_acc)

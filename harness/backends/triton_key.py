@@ -1,13 +1,13 @@
 """Triton's digest of its own installed files, computed once per installation instead of once per worker.
 
-Why: every kernel's cache key starts with triton.runtime.cache.triton_key(), a sha256 over Triton's compiler,
-backend and language sources and its libtriton (hundreds of MB). Triton computes it once per process, at its first
-compile or cache lookup: 0.42 s of a Triton candidate's first correctness call on an H100 host, in every worker,
-for a value that changes only when Triton is reinstalled. The judge's warm-up process (gauntlet.child.warm: a process
-that runs no candidate code, started by the judge) computes it and writes it, with a stamp of every file it covers
-(path, size, modification time), into the judge's cache folder, where no confined worker can write. A worker reads
-it before its candidate exists, checks the stamp against the files as they are, and hands Triton the value: a file
-changed since (a reinstall, an edited source) fails the check and Triton computes the digest itself, as before.
+Why: every kernel's cache key starts with triton.runtime.cache.triton_key(), a sha256 over Triton's compiler, backend
+and language sources and its libtriton (hundreds of MB). Triton computes it once per process, at its first compile or
+cache lookup, a sizeable part of a Triton candidate's first correctness call (docs/benchmarks.md, "One eval"), in every
+worker, for a value that changes only when Triton is reinstalled. The judge's warm-up process (gauntlet.child.warm: a
+process that runs no candidate code, started by the judge) computes it and writes it, with a stamp of every file it
+covers (path, size, modification time), into the judge's cache folder, where no confined worker can write. A worker
+reads it before its candidate exists, checks the stamp against the files as they are, and hands Triton the value: a file
+changed since (a reinstall, an edited source) fails the check and Triton computes the digest itself.
 
 The value is only part of a cache key: a wrong one could at worst make the candidate's own compiled-kernel cache
 (gauntlet.judge.process.cache) miss or hit stale entries of the same file, never change what is judged or timed.

@@ -22,7 +22,8 @@ def add(sub) -> None:
     many.add_argument("--out", help="also append the lines to this file; candidates already judged there with the "
                                     "same fingerprint are not judged again")
     many.add_argument("--screen", action="store_true",
-                      help="a search's preset: 2 examples per dtype, one timed shape and, on cuda, --overlap 2 (unless given)")
+                      help="a search's preset: 2 examples per dtype, one timed shape and, on cuda, --overlap 2 "
+                           "(unless given)")
     options.executor_options(many)
     many.set_defaults(func=run)
 
@@ -37,7 +38,7 @@ def run(args) -> int:
         args.examples = args.examples or 2
         args.max_shapes = args.max_shapes or 1
         if args.overlap is None and device == "cuda" and args.executor != "ray":
-            args.overlap = 2          # measured on an H100: 60 candidates at 717/h per GPU (README)
+            args.overlap = 2          # correctness side by side, each timed shape alone (docs/benchmarks.md: rates)
     opts = options.judge_options(args, device)
     options.check_dtypes(opts.dtypes, [problem])
     candidates = many.collect(args.sources, sys.stdin)

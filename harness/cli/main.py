@@ -25,7 +25,7 @@ from ..reports.load import BadResults
 INTERNAL_ERROR = 3          # exit status of a harness bug (0/1: verdicts, 2: usage, 130/143: stopped)
 # What the user gave and Gauntlet refused: an argument, a file, a setting, a search path, a stored results file.
 USER_ERRORS = (UsageError, SearchPathError, GateError, NotMutable, CompareError, BadResults)
-LEADERBOARD_COMMANDS = ("run", "report")   # the commands that import gauntlet.reports.leaderboard (after candidates ran)
+LEADERBOARD_COMMANDS = ("run", "report")   # the commands that import gauntlet.reports.leaderboard (after judging)
 JUDGING_COMMANDS = ("eval", "eval-many", "run", "mutate")   # the commands that start workers
 COMMANDS = (list_cmd, new, eval_cmd, eval_many, run_cmd, mutate, report)   # `gauntlet --help`'s order
 
@@ -107,9 +107,9 @@ def _main(argv: list[str]) -> int:
             if want_json:
                 output.emit_json(output.interrupted_doc(f"stopped by {stop.name} before any judgement began"))
             return stop.status
-        except Exception as exc:         # noqa: BLE001 - anything else is a harness bug (an interrupt is not an Exception)
-            # Not the user's: an unexpected exception (a ValueError included) used to be reported as a usage error.
-            # Candidate failures never get here (they are verdicts); what does is a harness bug.
+        except Exception as exc:         # noqa: BLE001 - a harness bug (an interrupt is not an Exception)
+            # Not the user's: an unexpected exception (a ValueError included) is not a usage error. Candidate
+            # failures never get here (they are verdicts); what does is a harness bug.
             print(f"gauntlet: internal error (a bug in Gauntlet, not in your input): {type(exc).__name__}: {exc}",
                   file=sys.stderr)
             traceback.print_exc(file=sys.stderr)
@@ -136,7 +136,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="gauntlet", description="Hold GPU kernels to a specification.",
-                epilog="`gauntlet COMMAND --help` for a command's options; the README has the whole story.")
+                epilog="`gauntlet COMMAND --help` for a command's options; docs/guide.md has the whole story.")
     p.add_argument("--version", action="version", version=f"gauntlet {options.version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND")
     for command in COMMANDS:

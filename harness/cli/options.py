@@ -11,8 +11,8 @@ from ..discover import UsageError
 
 
 def formats_option(p: argparse.ArgumentParser) -> None:
-    """--format and --backend: how a file of the field's other formats is read (gauntlet.formats; README, "Other
-    formats")."""
+    """--format and --backend: how a file of the field's other formats is read (gauntlet.formats; docs/guide.md,
+    "The other formats")."""
     from .. import formats
     p.add_argument("--format", choices=("auto",) + formats.FORMATS, default="auto",
                    help="the candidate file's format: native (BACKEND + solve), kernelbench (class ModelNew), "
@@ -153,22 +153,20 @@ CPU_RUN_EXAMPLES = 2
 CPU_RUN_EDGES = 2
 # `run` on cuda, unless told otherwise: the first RUN_SHAPES benchmark shapes of each dtype timed (a problem lists its
 # headline shape first) and several judges per GPU (run_overlap). Why: at every shape and one judge, the shipped suite
-# took about 49 minutes of one card's judging (README), two thirds of it timing, and its correctness alone (a cold
-# cache's compiling, one judge) took longer than the ten minutes a push's CI can give it. Correctness is judged in
-# full (every dtype, every example); only the breadth of timing is a choice, and `--all-shapes` restores it.
+# takes most of an hour of one card's judging, two thirds of it timing, and its correctness alone (a cold cache's
+# compiling, one judge) takes longer than the ten minutes a push's CI can give it (docs/benchmarks.md, "The main job
+# on one GPU"). Correctness is judged in full (every dtype, every example); only the breadth of timing is a choice,
+# and `--all-shapes` restores it.
 RUN_SHAPES = 1
 # Judges per GPU for `run`: as many as the host's cores and the card's memory carry, at most RUN_OVERLAP_MAX.
-# - RUN_OVERLAP_MAX: 4, the most that judged every shipped solution right on both cards we have (an 80 GB H100 and
-#   a 141 GB H200). At 6 on the H100 the suite was only about 10% faster, and three honest solutions were ruled
-#   errors (README, "judges per GPU"); their causes are fixed since (the comparison's slabs, the watchdog's timing
-#   allowance: gauntlet.judge.process.watchdog.timing_need), but 6 was not run again.
-# - GIB_PER_JUDGE: each judge sizes its fuzzed cases to its share of the card (gauntlet.judge.values.memory): with
-#   78 GiB free, bmm's and grouped_gemm_moe's largest drawn cases reach 15 GiB at 4 judges and 10 GiB at 6 (200
-#   Hypothesis draws each). 18 keeps an 80 GB card at 4 and gives a 40 GB card 2 and a 24 GB one 1, so a smaller
-#   card does not shrink the cases further than an H100 does.
-# - CORES_PER_JUDGE: a judge in its correctness phase and its candidate's worker kept about 1.5 cores busy at the
-#   peaks of that H100 run (6 judges, 16 cores: 4 busy on average, 9 at most); 2 leaves room for a cold cache's
-#   compiling.
+# - RUN_OVERLAP_MAX: 4, the most that has judged every shipped solution right on an 80 GB and a 141 GB card. More
+#   judges gain little wall time (the card, not the host, is the limit) and shrink each judge's fuzzed cases
+#   (docs/benchmarks.md, "Tried and not kept").
+# - GIB_PER_JUDGE: each judge sizes its fuzzed cases to its share of the card (gauntlet.judge.values.memory), so the
+#   more judges, the smaller bmm's and grouped_gemm_moe's largest drawn cases. 18 keeps an 80 GB card at 4 and gives
+#   a 40 GB card 2 and a 24 GB one 1, so a smaller card does not shrink the cases further than an 80 GB one does.
+# - CORES_PER_JUDGE: a judge in its correctness phase and its candidate's worker keep about 1.5 cores busy at their
+#   peaks (docs/benchmarks.md, "The main job on one GPU"); 2 leaves room for a cold cache's compiling.
 # Timed shapes take turns with the card alone whatever the count, so it moves wall time, never a figure.
 RUN_OVERLAP_MAX, CORES_PER_JUDGE, GIB_PER_JUDGE = 4, 2, 18
 

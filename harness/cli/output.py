@@ -59,10 +59,8 @@ def time_left(walls: list[float], running: list[float], waiting: int, slots: int
     started takes the mean. The work left spread over the slots, but never less than the longest step in flight still
     needs, nor, while steps wait, than a mean step from the first free slot. The rate alone (steps done over time
     spent) knows nothing of the steps in flight: early in a run of several slots it counts none of their progress,
-    and late it counts a long judgement in flight as an average one. Replayed on the timelines of two H100 runs of
-    the suite (43 judgements, 4 and 6 at once; rebuilt from their progress lines), the rate's time left was off by
-    169 and 86 s on average over the run, this one's by 63 and 37 s; over the last ten lines, 17 and 3 s against 15
-    and 4 s."""
+    and late it counts a long judgement in flight as an average one. Replayed on suite runs' timelines, this estimate
+    is off by less than half as much as the rate's over a run (docs/benchmarks.md, "Figures moved from docstrings")."""
     mean = sum(walls) / len(walls)
     still = []
     for e in running:

@@ -188,8 +188,8 @@ def _run_report(args) -> None:
 def _weight(problem, solution, wanted) -> int:
     """A judgement's expected length, relative, for a longest-first start (the records stay in the plan's order):
     its dtypes, twice for a file that compiles kernels of its own on each of them (Triton, CuTe). With 4 judges on a
-    card the suite's tail is the last long judgements left running alone (on an H100, replaying a cold run's
-    judgements: 616 s in the plan's order, 598 s longest first with each one's wall known beforehand, 604 to 615 s
-    with stand-ins like this one)."""
+    card the suite's tail is the last long judgements left running alone; starting the long ones first shortens it,
+    and this stand-in gets part of what knowing each wall beforehand would (docs/benchmarks.md, "Figures moved from
+    docstrings")."""
     dtypes = [d for d in (solution.dtypes or problem.dtypes) if not wanted or d in wanted]
     return max(1, len(dtypes)) * (2 if solution.backend in ("triton", "cute") else 1)

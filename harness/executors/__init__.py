@@ -63,7 +63,7 @@ def make(kind: str | None, device: str, gpus: str | None = None, address: str | 
         elif device == "cpu" and not address:
             logical = slots.logical_count() or 1
         return RayExecutor(address=address, num_gpus=logical)
-    if gpus is None and overlap == 1:   # --executor local without --gpus: this process, as before
+    if gpus is None and overlap == 1:   # --executor local without --gpus: judged in this process, no slots
         return InlineExecutor()
     from .local import LocalExecutor
     return LocalExecutor(slots.slot_devices(gpus or "1", device), overlap=overlap)

@@ -2,10 +2,10 @@
 
 Each timing entry says which card timed it and when the judge held that card alone (`alone`: {"card", "from", "until"},
 wall-clock seconds; gauntlet.judge.timing.timed). Slots on different GPUs never share a card; judges sharing one
-(`--overlap K`, `pytest -n 8`) take turns (gauntlet.judge.timing.turns). This reads the proof back from what was written:
-any two spans of different records on the same card that intersect. Times come from each judge's own clock, so the check
-is exact on one host (one clock) and only as good as the hosts' clock agreement across a cluster, where a card belongs
-to one host anyway.
+(`--overlap K`, `pytest -n 8`) take turns (gauntlet.judge.timing.turns). This reads the proof back from what was
+written: any two spans of different records on the same card that intersect. Times come from each judge's own clock, so
+the check is exact on one host (one clock) and only as good as the hosts' clock agreement across a cluster, where a card
+belongs to one host anyway.
 """
 from __future__ import annotations
 

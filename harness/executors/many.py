@@ -12,10 +12,10 @@ Candidates come from `.py` files, folders (their `*.py`, sorted by name), JSON-l
 is a path. Inline sources are written into a private folder of this process (mode 0700), as `ID.py`.
 
 Output: one JSON line per candidate as it finishes (the eval record, plus `index`, `id`, `source`, and the schema
-`gauntlet.many/1`), then one summary line ({"summary": ...}: counts by verdict, candidates per hour). With an
-output file, the lines are appended to it too, and a candidate already judged there with the same fingerprint
-(its source's hash, the problem, the harness, the interpreter and the options: gauntlet.judge.records.fingerprint) is not
-judged again: its old line is repeated, marked `resumed`, so a stopped search picks up where it was.
+`gauntlet.many/1`), then one summary line ({"summary": ...}: counts by verdict, candidates per hour). With an output
+file, the lines are appended to it too, and a candidate already judged there with the same fingerprint (its source's
+hash, the problem, the harness, the interpreter and the options: gauntlet.judge.records.fingerprint) is not judged
+again: its old line is repeated, marked `resumed`, so a stopped search picks up where it was.
 """
 from __future__ import annotations
 

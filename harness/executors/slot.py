@@ -1,12 +1,12 @@
 """A judge slot: `python -m gauntlet.executors.slot`, started by gauntlet.executors.local with
 CUDA_VISIBLE_DEVICES naming its one GPU (set before this process starts, so before anything here starts CUDA).
 
-It reads jobs (gauntlet.executors.task), one JSON line each, on standard input, judges each in this process (which starts
-the candidate's confined workers as `gauntlet eval` does; they inherit this environment, so they see only this slot's
-GPU), and writes one result line per job on what was its standard output. Anything else that would be printed goes to
-standard error (the driver's), so the result channel carries results only. A line {"prestart": JOB} names the job this
-slot will get next (the driver writes it just before the current job): that candidate's worker is started, gated, so its
-start-up overlaps the current judgement (gauntlet.judge.process.standby).
+It reads jobs (gauntlet.executors.task), one JSON line each, on standard input, judges each in this process (which
+starts the candidate's confined workers as `gauntlet eval` does; they inherit this environment, so they see only this
+slot's GPU), and writes one result line per job on what was its standard output. Anything else that would be printed
+goes to standard error (the driver's), so the result channel carries results only. A line {"prestart": JOB} names the
+job this slot will get next (the driver writes it just before the current job): that candidate's worker is started,
+gated, so its start-up overlaps the current judgement (gauntlet.judge.process.standby).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def main() -> int:
     sys.stdout = sys.stderr
     _die_with_parent()
     # The judge's bytecode cache, as the `gauntlet` process uses it (gauntlet.judge.process.bytecode), before torch
-    # is imported: where the installed packages have no __pycache__, a slot compiled torch from source at every
-    # start (7 s of the 10 s before an H100 run's first judgement began, with the cache warm).
+    # is imported: where the installed packages have no __pycache__, a slot would compile torch from source at every
+    # start, most of the wait before a run's first judgement (docs/benchmarks.md, "Figures moved from docstrings").
     from ..judge.process import bytecode
     bytecode.use_in_this_process()
     from ..judge.process import standby

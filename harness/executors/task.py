@@ -160,9 +160,9 @@ def judge(job: dict, where: dict | None = None) -> dict:
 
 def release_gpu() -> None:
     """Hand the allocator's reserve back to the card between two jobs of this process. A judgement that ended in a
-    harness error leaves what its frames held cached: on an H100 a slot kept 47 GB after a spot check ran out of
-    memory, and the next judge's timed shape on that card could not build its inputs. Other judges share the card
-    (--overlap), so nothing is kept for the next job."""
+    harness error leaves what its frames held cached, tens of GB after a spot check that ran out of memory: enough
+    that the next judge's timed shape on that card cannot build its inputs (docs/benchmarks.md, "The main job on one
+    GPU"). Other judges share the card (--overlap), so nothing is kept for the next job."""
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_initialized():
         return
@@ -171,8 +171,9 @@ def release_gpu() -> None:
 
 
 def prestart(job: dict) -> None:
-    """Start the worker of the job this process judges next, gated (gauntlet.judge.process.standby), so that its start-up
-    overlaps the current judgement. Anything that goes wrong here is left for the job's own judgement to meet."""
+    """Start the worker of the job this process judges next, gated (gauntlet.judge.process.standby), so that its
+    start-up overlaps the current judgement. Anything that goes wrong here is left for the job's own judgement to
+    meet."""
     from .. import discover
     from ..judge.process import standby
     if job.get("source") is not None or not standby.enabled():

@@ -3,17 +3,17 @@ so that no process of a judgement compiles Python source it has compiled before.
 
 Why: every judgement starts fresh processes (the baseline worker, the candidate's worker) that import torch, its
 profiler (which imports torch._dynamo) and the harness. Where the installed packages have no `__pycache__` and none
-can be written (a read-only image, a container built with PYTHONDONTWRITEBYTECODE=1, as on the H100 runner this was
-measured on), each of those processes compiles some thousands of modules from source: 10 s of a worker's 14 s
-start-up there, and 3 s of the judge's own.
+can be written (a read-only image, a container built with PYTHONDONTWRITEBYTECODE=1), each of those processes
+compiles some thousands of modules from source: most of a worker's start-up, and seconds of the judge's own
+(docs/benchmarks.md, "Inside a judgement").
 
 Trust: the folder lives under the judge's cache folder (gauntlet.judge.process.cache), outside every worker's scratch
 folder. A confined worker (Landlock: writes only beneath its scratch) can read it and never write it, so a candidate
 cannot plant bytecode that a later process would run. The cache is filled only by processes that run no candidate
 code: the CLI's own process, and `warm()`'s, which imports what a worker imports before it sees a candidate
 (`gauntlet.child.warm`, started by module name like every worker). With `--sandbox off` a worker runs unconfined and
-could write anywhere its user can, this folder as much as site-packages: that mode proves nothing (README, threat
-model).
+could write anywhere its user can, this folder as much as site-packages: that mode proves nothing
+(docs/threat-model.md).
 Python checks each cached file against its source's size and mtime, as it does in `__pycache__`: a changed source
 is compiled again, never run stale.
 """
@@ -38,7 +38,7 @@ from .cache import cache_root, flock_within
 def prefix() -> Path | None:
     """The folder for this interpreter's bytecode (made, private to the user), or None where it is not needed (the
     installed packages have their `__pycache__`: Python reads only the prefix once one is set, so using it there
-    would only compile everything a second time) or cannot be made (the judgement then runs as before)."""
+    would only compile everything a second time) or cannot be made (the judgement then runs without it)."""
     if not _needed():
         return None
     folder = cache_root() / "pycache" / f"{sys.implementation.cache_tag}"
@@ -94,8 +94,8 @@ def _triton_key_file(folder: Path) -> Path:
 
 def harness_files() -> list[tuple[Path, str]]:
     """Every .py file of the harness package, with its name inside it: what the stamp covers. The package is asked
-    where it is, not counted up from this file: after the move of issue 21 such a count pointed at harness/judge,
-    and a change to harness/child (what the worker runs) no longer refreshed the cache."""
+    where it is, not counted up from this file: such a count goes wrong silently when this file moves, and a stamp
+    that missed harness/child (what the worker runs) would keep its stale bytecode."""
     from ... import __file__ as package_file
     root = Path(package_file).resolve().parent
     return [(path, str(path.relative_to(root))) for path in sorted(root.rglob("*.py"))]
@@ -122,8 +122,8 @@ _WARM: dict = {}
 def warm_soon() -> None:
     """Start `warm()` in a thread of this process and return at once: a driver about to start judges (`run`,
     `eval-many`, `eval`) has the workers' bytecode compiled while the judges start. Without it, on a cold cache
-    the first judgement of every judge waited for the warming after its own start-up and the ceilings (an H100,
-    call C of session 23: 15 s between the ceilings and the first worker's start, every judge idle). The judges'
+    the first judgement of every judge would wait for the warming after its own start-up and the ceilings, every
+    judge idle (docs/benchmarks.md, "Figures moved from docstrings"). The judges'
     own `warm()` then waits on the lock and finds the stamp; where the stamp is there already this costs a stat.
     Once per process: a second call does nothing."""
     import threading
@@ -145,9 +145,9 @@ def warm(timeout: float = 300.0) -> bool:
 
 def _warm(timeout: float) -> bool:
     """One warming per cache folder, however many judges start at once: `run` on cuda starts 4 judges per GPU, and
-    on a cold cache each ran its own warming process (seen on an H100: 12.5 to 13.1 s in each of the four first
-    judgements, four processes compiling the same modules side by side). The others wait on a lock and find the
-    stamp; one whose wait outlasts `timeout` goes on without the cache, as where none can be made."""
+    without the lock each would run its own warming process on a cold cache, all compiling the same modules side by
+    side. The others wait on a lock and find the stamp; one whose wait outlasts `timeout` goes on without the cache,
+    as where none can be made."""
     folder = prefix()
     if folder is None:
         return False
@@ -193,7 +193,7 @@ def _fill(folder: Path, stamp: Path, timeout: float) -> bool:
 def warm_workers() -> int:
     """Processes the warming compiles with before its imports (gauntlet.child.warm.precompile): half the cores this
     process may use, at most 8, since the judges start beside it; 1 (no parallel pass) below 4 cores, where
-    compiling whole folders cost more than the imports' own compiling (2 cores: 10.3 s against 8.9 s)."""
+    compiling whole folders costs more than the imports' own compiling (docs/benchmarks.md, "Inside a judgement")."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):

@@ -78,13 +78,13 @@ def holders(fd: int) -> list[int]:
 
 # -- a candidate file's own compiled kernels, kept for its next judgement ------------------------------------------
 #
-# Triton (and CuPy/NVRTC) compile every kernel a worker launches into the worker's scratch folder, which goes with
-# the worker: a file judged again (CI on every push, a re-run of a leaderboard) compiled it all again, about 4 s of a
-# single gemm eval on an H100. So the judge keeps what a candidate's worker compiled, under the file's digest, and
-# seeds the next worker for that very file with it. Why this gives a candidate nothing: the entries came from its own
-# process (code it wrote, run as it chose) and go only to workers that run the same bytes; never to another file,
-# never to a baseline. Entries are copied in by the judge after the worker's whole tree is dead (regular files only,
-# bounded in size), into a folder no confined worker can write; without Landlock (--sandbox off, or a kernel that
+# Triton (and CuPy/NVRTC) compile every kernel a worker launches into the worker's scratch folder, which goes with the
+# worker: a file judged again (CI on every push, a re-run of a leaderboard) would compile it all again, seconds of every
+# judgement (docs/benchmarks.md, "One eval"). So the judge keeps what a candidate's worker compiled, under the file's
+# digest, and seeds the next worker for that very file with it. Why this gives a candidate nothing: the entries came
+# from its own process (code it wrote, run as it chose) and go only to workers that run the same bytes; never to another
+# file, never to a baseline. Entries are copied in by the judge after the worker's whole tree is dead (regular files
+# only, bounded in size), into a folder no confined worker can write; without Landlock (--sandbox off, or a kernel that
 # offers none) a worker could write this folder for any digest, so no cache is kept or seeded there.
 
 COMPILED = "compiled"                     # folder under the cache root: one subfolder per candidate file digest
@@ -138,8 +138,8 @@ def seed_compiled(key: str, home: str) -> int:
 def _rehome_groups(entry: Path) -> None:
     """Triton finds a compiled kernel through its group file (`__grp__NAME.json`), which names each of the kernel's
     files by absolute path: paths into the cache folder of the worker that compiled it, deleted with that worker.
-    Seeded as it was kept, every group pointed nowhere, and Triton compiled every kernel again (seen on an H100: a
-    file judged twice compiled the same eight specializations twice, 0.2 to 0.9 s each). Each path is pointed at the
+    Seeded as it was kept, every group would point nowhere, and Triton would compile every kernel again, a fraction
+    of a second for each specialization (docs/benchmarks.md, "One eval"). Each path is pointed at the
     copy beside the group file in this worker's folder; only the file's own name is taken from what the worker wrote,
     so a group can name no file outside its entry. A group that cannot be read is removed: Triton then compiles that
     kernel again, as it would without a cache."""

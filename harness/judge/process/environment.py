@@ -9,10 +9,11 @@ torch.matmul slowed in later baseline workers. The sandbox makes that write impo
 happened before (or by other hands). A modified package file is refused (`--sandbox require`) or recorded; the
 `.pth` digests are part of the fingerprint, so a new one re-judges resumed records.
 
-Only Python sources and `.pth` files are hashed (about 3100 files, 60 MB, 0.2 s on the CI machine, 1 s on an H100
-runner); shared libraries are not. Measured once per process, and a file that matched its record is not hashed again
-while its size, inode, mtime and ctime stay as they were (the judge's cache, `verified.json`): no process of an
-ordinary user can set a file's ctime back, so a file written since is always hashed again.
+Only Python sources and `.pth` files are hashed (a few thousand files, tens of MB: about a second at most;
+docs/benchmarks.md, "Figures moved from docstrings"); shared libraries are not. Measured once per process, and a file
+that matched its record is not hashed again while its size, inode, mtime and ctime stay as they were (the judge's cache,
+`verified.json`): no process of an ordinary user can set a file's ctime back, so a file written since is always hashed
+again.
 """
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def _hash(path: Path, mode: str) -> str:
 
 def _record(dist) -> list[tuple[str, str, str]]:
     """(path as recorded, hash mode, hash value) of every hashed `.py` and `.pth` file in a distribution's RECORD,
-    read with csv: importlib.metadata's `files` builds a path object per entry (torch has about 20,000), which was
-    most of this check's time once the stamps below spare the hashing."""
+    read with csv: importlib.metadata's `files` builds a path object per entry (torch has about 20,000), which would
+    be most of this check's time once the stamps below spare the hashing."""
     text = dist.read_text("RECORD") or ""
     out = []
     for row in csv.reader(text.splitlines()):

@@ -151,10 +151,10 @@ def kill_group(proc, escapes) -> None:
 def close_all(children: list) -> None:
     """Close workers together: every worker's whole tree is sent SIGKILL (escaped processes included), then each is
     reaped. No orderly exit is asked for: every answer of the judgement is in when a worker is closed, and that exit
-    was only the interpreter's and torch's teardown (0.8 s on a CPU host, about a second with a CUDA context) on
-    every judgement's way out. A killed worker's GPU memory is freed as its files close, which is before it can be
-    reaped, so whatever follows finds the card as free as after an orderly exit. The kills go out to all first, so
-    the teardowns overlap instead of adding up."""
+    would be only the interpreter's and torch's teardown (about a second) on every judgement's way out. A killed
+    worker's GPU memory is freed as its files close, which is before it can be reaped, so whatever follows finds the
+    card as free as after an orderly exit. The kills go out to all first, so the teardowns overlap instead of adding
+    up."""
     live = [child for child in children if child is not None and child._stop_watching()]
     for child in live:
         child._kill_tree(once=True)

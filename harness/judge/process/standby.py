@@ -63,7 +63,7 @@ def prestart(problem, solution, opts) -> None:
 def prestart_judgement(problem, solution, opts, baseline: bool) -> None:
     """`gauntlet eval`'s own workers, started before the CLI imports the judge's code and torch (gauntlet.cli.eval):
     the candidate's worker and, where the judgement times (`baseline`), the baseline worker, both gated. Their
-    start-ups (an interpreter, torch, the harness: about 3 s each on an H100 host) then run beside the CLI's own
+    start-ups (an interpreter, torch, the harness: seconds each) then run beside the CLI's own
     instead of after it. Nothing is kept past the judgement: standby stays off, so the judgement closes both as
     ever. Gated, neither touches the GPU nor, the candidate's, imports the candidate before its judgement lets it go,
     which is after every import of the judge's process (gauntlet.cli.main). Both are spawned before either's

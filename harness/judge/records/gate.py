@@ -1,10 +1,10 @@
 """The pytest plugin's results file and regression gate (`--gauntlet-out`, `--gauntlet-compare`).
 
-The plugin judges one problem x solution x dtype per test item, so a session holds one record per dtype. Written
-out, they are merged into one record per problem, solution and device, the shape `gauntlet run` writes, so that
-`gauntlet report` and `gauntlet compare` read a session's file as they read a run's. The gate compares that same
-merged document with a stored one through gauntlet.reports.compare (the comparison `gauntlet compare` makes): a CI job can
-keep main's file and judge a branch against it in the same pytest command.
+The plugin judges one problem x solution x dtype per test item, so a session holds one record per dtype. Written out,
+they are merged into one record per problem, solution and device, the shape `gauntlet run` writes, so that `gauntlet
+report` and `gauntlet compare` read a session's file as they read a run's. The gate compares that same merged document
+with a stored one through gauntlet.reports.compare (the comparison `gauntlet compare` makes): a CI job can keep main's
+file and judge a branch against it in the same pytest command.
 
 Records reach the controller through each item's report (`user_properties`), so under pytest-xdist the workers'
 records arrive here too; the merge and the comparison run once, in the controller.

@@ -10,8 +10,8 @@ class Stages:
     """Where a judgement's wall time goes (the record's `stages_s`), measured as it runs: `start` (the workers'
     start-ups, restarts included, and the turns waited for them), `correctness` and `timing` per dtype (timing
     includes the baseline's readiness and any ceiling measured), `close` (the workers' ends), and `rest` (the
-    judge's preparation: fingerprints, the environment's and source tree's digests). Issue 17's profile of a suite
-    is then read from its results file, on any machine, with no second run."""
+    judge's preparation: fingerprints, the environment's and source tree's digests). Where a suite's time went is
+    then read from its results file, on any machine, with no second run."""
 
     def __init__(self, record: EvalRecord):
         self.out = record.stages_s

@@ -4,13 +4,13 @@ already confined and never imports this package.
 
 In force on a worker (`--sandbox auto`, the default, takes what the kernel offers; `require` refuses to judge
 without all of it; `off` keeps only the resource bounds):
-- Landlock (gauntlet.judge.sandbox.landlock): writes only beneath the worker's own scratch dir (its HOME and TMPDIR)
-  its own /proc/PID, and the device nodes CUDA and the interpreter use (/dev/null, /dev/nvidia*, ...); no ptrace-class access to
-  any process outside its domain (/proc/PID/mem, /proc/PID/fd of the judge or the other worker); no signals to them
-  and no abstract UNIX sockets outside it (ABI 6); no TCP (ABI 4).
-- seccomp (gauntlet.judge.sandbox.seccomp): no connection to any socket, no socket but UNIX ones, no io_uring, no namespaces or mounts, no other
-  process's memory, no terminal injection, no System V IPC or POSIX message queues (objects that outlive the
-  worker), no making itself undumpable (which would hide its /proc figures from the watchdog).
+- Landlock (gauntlet.judge.sandbox.landlock): writes only beneath the worker's own scratch dir (its HOME and TMPDIR),
+  its own /proc/PID, and the device nodes CUDA and the interpreter use (/dev/null, /dev/nvidia*, ...); no ptrace-class
+  access to any process outside its domain (/proc/PID/mem, /proc/PID/fd of the judge or the other worker); no signals to
+  them and no abstract UNIX sockets outside it (ABI 6); no TCP (ABI 4).
+- seccomp (gauntlet.judge.sandbox.seccomp): no connection to any socket, no socket but UNIX ones, no io_uring, no
+  namespaces or mounts, no other process's memory, no terminal injection, no System V IPC or POSIX message queues
+  (objects that outlive the worker), no making itself undumpable (which would hide its /proc figures from the watchdog).
 - capabilities dropped for good, no_new_privs, resource limits (gauntlet.judge.sandbox.limits), and the judge's
   watchdog (gauntlet.judge.process.watchdog, reading gauntlet.judge.sandbox.usage) on host memory, processes,
   threads, scratch disk and total time.
@@ -95,7 +95,7 @@ class Confinement:
         if self.mode == "off":
             return
         if self.ruleset is not None:
-            # Its own /proc/PID (CUDA writes there: measured on an H100, cudaGetDeviceCount fails without it).
+            # Its own /proc/PID (CUDA writes there: cudaGetDeviceCount fails without it).
             # "/proc/self" here, after the fork, is the worker's own, and stays so through exec.
             self.ruleset.allow_beneath("/proc/self")
         for step, err in (("dropping capabilities", limits.drop_capabilities()),
@@ -116,7 +116,7 @@ class Confinement:
                 "writes": "scratch dir and device nodes only" if abi else "unconfined",
                 "other_processes": "no ptrace, /proc/PID/mem or fds" if abi else "unconfined",
                 "signals": "own domain only" if abi >= 6 else "unconfined",
-                "network": ("no connections, UNIX sockets only (seccomp)" if self.filter else "TCP refused (Landlock)" if abi >= 4
-                            else "unconfined"),
+                "network": ("no connections, UNIX sockets only (seccomp)" if self.filter
+                            else "TCP refused (Landlock)" if abi >= 4 else "unconfined"),
                 "seccomp": bool(self.filter), "capabilities": "none" if self.mode != "off" else "inherited",
                 "limits": self.bounds.as_record()}

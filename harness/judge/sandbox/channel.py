@@ -70,8 +70,9 @@ class Channel:
         self.pipe_links = {f"pipe:[{h.key[1]}]": h for h in fds if h.pipe}
 
     def check(self, pid: int, closed_ok: bool = False) -> str | None:
-        """`pid`: the worker. `closed_ok`: a handed descriptor that is gone is not a finding (a worker closing its channel cannot
-        answer, and the judge reads that as a crash); at a reply it is one (the reply came from elsewhere)."""
+        """`pid`: the worker. `closed_ok`: a handed descriptor that is gone is not a finding (a worker closing its
+        channel cannot answer, and the judge reads that as a crash); at a reply it is one (the reply came from
+        elsewhere)."""
         for h in self.fds:
             path = f"/proc/{pid}/fd/{h.number}"
             try:

@@ -26,7 +26,8 @@ filter refuses (with an errno, so a library that merely probes carries on):
 
 A classic BPF program built here, in the judge, and installed in the forked child right before exec
 (gauntlet.judge.sandbox.Confinement.preexec), so it binds the worker's interpreter from its first instruction and
-everything it starts. libseccomp would build the same program; it has no Python binding on the runners we measured.
+everything it starts. libseccomp would build the same program, but a Python binding for it cannot be counted on (the
+GPU runners have none).
 """
 from __future__ import annotations
 
@@ -57,10 +58,10 @@ ARCHES = {
         "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "mq_open": 240, "mq_unlink": 241}),
     "aarch64": (0xC00000B7, {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438,
-        "process_madvise": 440, "socket": 198, "connect": 203, "sendto": 206, "io_uring_setup": 425, "io_uring_enter": 426,
-        "io_uring_register": 427, "bpf": 280, "perf_event_open": 241, "keyctl": 219, "add_key": 217,
-        "request_key": 218, "userfaultfd": 282, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
-        "unshare": 97, "setns": 268, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
+        "process_madvise": 440, "socket": 198, "connect": 203, "sendto": 206, "io_uring_setup": 425,
+        "io_uring_enter": 426, "io_uring_register": 427, "bpf": 280, "perf_event_open": 241, "keyctl": 219,
+        "add_key": 217, "request_key": 218, "userfaultfd": 282, "mount": 40, "umount2": 39, "pivot_root": 41,
+        "chroot": 51, "unshare": 97, "setns": 268, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105,
         "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265, "open_tree": 428, "move_mount": 429,
         "fsopen": 430, "fsmount": 432, "clone3": 435, "clone": 220, "ioctl": 29, "prctl": 167,
         "shmget": 194, "shmat": 196, "shmctl": 195, "semget": 190, "semop": 193, "semctl": 191, "semtimedop": 192,
@@ -70,8 +71,8 @@ ARCHES = {
 SPECIAL = {"clone", "ioctl", "prctl", "clone3", "socket", "connect", "sendto", "io_uring_setup", "io_uring_enter",
            "io_uring_register"}
 AF_UNIX = 1
-# CUDA's start-up needs a UNIX socket of its own (measured on an H100: cudaGetDeviceCount fails with error 304 when
-# socket(AF_UNIX) is refused) but starts fine when connecting it is refused (no nvidia-persistenced to talk to).
+# CUDA's start-up needs a UNIX socket of its own (cudaGetDeviceCount fails with error 304 when socket(AF_UNIX) is
+# refused) but starts fine when connecting it is refused (no nvidia-persistenced to talk to).
 SOCKET_DOMAINS = (AF_UNIX,)
 X32_BIT = 0x40000000
 
@@ -101,7 +102,8 @@ def _errno(code: int) -> int:
     return RET_ERRNO | (code & 0xFFFF)
 
 
-def program(machine: str | None = None, allow: frozenset = frozenset(), socket_domains: tuple = SOCKET_DOMAINS) -> bytes:
+def program(machine: str | None = None, allow: frozenset = frozenset(),
+            socket_domains: tuple = SOCKET_DOMAINS) -> bytes:
     """The filter as the kernel's struct sock_filter array. `allow`: call names not to refuse; `socket_domains`:
     address families socket() may still create."""
     machine = machine or platform.machine()
