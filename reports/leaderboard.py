@@ -1,7 +1,8 @@
 """Leaderboards from results files, as Markdown and as one self-contained HTML page: the entry point.
 
 The work is split by concern: gauntlet.reports.load reads and checks the files, gauntlet.reports.machines groups records by where
-they ran, gauntlet.reports.tables ranks them, gauntlet.reports.model assembles what both renderers need, gauntlet.reports.markdown and
+they ran, gauntlet.reports.tables ranks them, gauntlet.reports.explain says what the figures mean (with
+gauntlet.reports.baselines naming each baseline), gauntlet.reports.model assembles what both renderers need, gauntlet.reports.markdown and
 gauntlet.reports.page (a jinja2 template, with gauntlet.reports.charts' SVG) render it, and gauntlet.reports.compare sets two runs side by side.
 Everything here is data in, text out: no torch, no kernels, no harness import.
 """

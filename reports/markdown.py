@@ -28,6 +28,7 @@ def render_markdown(report: Report) -> str:
     if report.compare is not None:
         parts += ["", compare_mod.markdown(report.compare, report.compare_names).replace("## gauntlet compare",
                                                                                         "## Comparison", 1)]
+    parts += format_markdown_explanations(report)
     parts += ["", "## Leaderboard", ""]
     parts += [format_markdown_board(b) for b in report.boards] or ["_No records._", ""]
     if report.details:
@@ -41,6 +42,25 @@ def render_markdown(report: Report) -> str:
         parts += ["## Unsupported", "", "Not failures: the backend cannot run on that machine.", ""]
         parts += [format_markdown_unsupported(label, record) for label, record in report.unsupported]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def format_markdown_explanations(report: Report) -> list[str]:
+    """What the figures and words mean, per machine (gauntlet.reports.explain), as one bullet per term."""
+    parts = []
+    for group in report.groups:
+        if group.explain is None:
+            continue
+        parts += ["", f"## How to read this: {md_text(group.label)}", ""]
+        for term, text, listed in group.explain.items:
+            parts.append(f"- **{md_text(term)}**: {md_text(text)}")
+            if listed == "baselines":
+                parts += [f"  - {md_text(problem)}: **{md_text(label)}**" + (f", {md_text(what)}" if what else "")
+                          + ("" if ranks else " (extra column)")
+                          for problem, label, what, ranks in group.explain.baselines]
+            elif listed == "codes":
+                parts += [f"  - **{md_text(code)}** ({md_text(verdict)}): {md_text(meaning)}"
+                          for code, verdict, meaning in group.explain.codes]
+    return parts
 
 
 def boards_markdown(boards: list[Board]) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from dataclasses import dataclass, field
 
+from .explain import Explanation, explain_group
 from .formatting import DASH, ci_bounds, format_shape, format_speedup, number
 from .machines import Group, ceilings, describe_run, merge_groups, settings_warnings
 from .tables import (FAILED, Board, Table, detail_table, format_cases, format_verdict, geomean, intensity,
@@ -79,6 +80,7 @@ class GroupView:
     problems: list
     grid: Grid
     ceilings: dict
+    explain: Explanation | None = None   # what the group's figures mean (gauntlet.reports.explain)
 
 
 @dataclass
@@ -110,9 +112,11 @@ class Report:
 def assemble_report(runs: list[tuple[str, dict]], compare: dict | None = None, compare_names: tuple = ()) -> Report:
     """Turn validated run documents into everything both renderers need."""
     groups = merge_groups(runs)
+    views = [group_view(i, g) for i, g in enumerate(groups)]
+    for group, view in zip(groups, views):
+        view.explain = explain_group(group, view, runs)
     return Report(generated=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                  runs=[describe_run(name, doc) for name, doc in runs],
-                  groups=[group_view(i, g) for i, g in enumerate(groups)],
+                  runs=[describe_run(name, doc) for name, doc in runs], groups=views,
                   settings=[w for g in groups for w in settings_warnings(g)],
                   compare=compare, compare_names=compare_names)
 

@@ -48,6 +48,7 @@ class Board:
     dtype: str | None
     table: Table
     primary: str | None                            # the baseline the ranking (and the page's charts) use
+    labels: list = field(default_factory=list)     # every baseline the board has a column for, primary first
 
     @property
     def title(self) -> str:
@@ -61,7 +62,7 @@ def problem_boards(group: str, problem: str, records: list[dict]) -> list[Board]
         shown = [r for r in records if dtype is None or dtype in record_dtypes(r) or not record_dtypes(r)]
         labels = list_baselines(shown, dtype)
         primary = labels[0] if labels else None
-        boards.append(Board(group, problem, dtype, leaderboard_table(shown, dtype, labels), primary))
+        boards.append(Board(group, problem, dtype, leaderboard_table(shown, dtype, labels), primary, labels))
     return boards
 
 

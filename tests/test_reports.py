@@ -346,7 +346,7 @@ def test_every_string_from_a_result_is_escaped_in_the_page_and_its_charts(tmp_pa
     assert {t for t, _, _ in page.elements} <= {"html", "head", "meta", "title", "style", "body", "nav", "p", "ol",
                                                "li", "a", "main", "h1", "h2", "h3", "h4", "table", "thead", "tbody",
                                                "tr", "th", "td", "span", "section", "div", "figure", "figcaption",
-                                               "details", "summary", "ul", "strong", "pre", "br", "em"} | SVG_TAGS
+                                               "details", "summary", "ul", "strong", "pre", "br", "em", "dl", "dt", "dd"} | SVG_TAGS
     assert not [a for _, a, _ in page.elements if any(k.startswith("on") for k in a)]
     assert text.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 10
     assert len(page.having("figure")) == 2                                # the charts drew the names, as text
