@@ -68,6 +68,7 @@ class Session:
         self.solve = None
         self.watch = self.snapshot = None
         self.benches: dict = {}
+        self.drop = None                           # (the judge's timing buffer, its handle) once mapped
 
     # -- start-up ------------------------------------------------------------------------------------------------
     def prepare(self) -> dict | None:
@@ -160,7 +161,7 @@ class Session:
     def handle(self, request: dict):
         op = request.get("op")
         handlers = {"case": self.run_case, "bench_setup": self.bench_setup, "bench_batch": self.bench_batch,
-                    "bench_spot": self.bench_spot, "bench_end": self.bench_end}
+                    "bench_end": self.bench_end}
         if op not in handlers or (self.role == "baseline" and op == "case"):
             return {"ok": False, "code": "crash", "detail": f"unknown request {op!r} for a {self.role} worker"}, []
         try:
@@ -285,30 +286,45 @@ class Session:
         from . import guard
         from ..inputs import matmul_precision
         bench, spec = self.benches[request["side"]]
+        keep = self.role == "candidate"
+        drop, drop_error = self._drop(request.get("drop")) if keep and request.get("calls") else (None, "")
         threads = guard.live_threads()
         with matmul_precision(spec), torch.no_grad():
-            result = bench.batch(int(request["calls"]), float(request["hold_ms"]), keep=self.role == "candidate")
+            result = bench.batch(int(request["calls"]), float(request["hold_ms"]), keep=keep, drop=drop)
         result["background"] = guard.background_work(threads)
         l2 = guard.l2_changed()
         if l2:
             result["background"] += f"; persisting L2 carve-out of {l2} bytes set"
             guard.reset_persisting_l2()
-        return dict(result, ok=True), []
+        blobs = []
+        for out, (_, _, snap) in zip(result.get("outputs", []), bench.kept):
+            if out["meta"]["is_tensor"] and not out["slot"]:   # no buffer, or no room in it: in the reply
+                out["wire"], blob = protocol.tensor_to_wire(snap)
+                out["blob"] = len(blobs)
+                blobs.append(blob)
+        if drop_error:
+            result["drop_error"] = drop_error
+        return dict(result, ok=True), blobs
 
-    def bench_spot(self, request: dict):
-        bench, _ = self.benches[request["side"]]
-        # The output's description and its snapshot, both taken when the call's window closed (timing.Bench.batch):
-        # whatever ran in this process since then cannot change what is judged.
-        seed, meta, snap = bench.spot(int(request["index"]))
-        if not meta["is_tensor"]:
-            return {"ok": True, "seed": seed, "meta": meta}, []
-        wire, blob = protocol.tensor_to_wire(snap)
-        return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
+    def _drop(self, handle):
+        """The judge's timing buffer (gauntlet.handoff), mapped once per handle: (buffer, handle) and "", or None
+        and why it could not be mapped (the outputs then go in the reply)."""
+        if not handle:
+            return None, ""
+        if self.drop is None or self.drop[1] != handle:
+            from .. import handoff
+            self.drop = None
+            try:
+                self.drop = (handoff.attach(handle), handle)
+            except Exception as exc:  # noqa: BLE001 - an unmappable buffer costs speed, never the verdict
+                return None, f"{type(exc).__name__}: {exc}"[:500]
+        return self.drop, ""
 
     def bench_end(self, request: dict):
         for bench, _ in self.benches.values():
             bench.release()
         self.benches = {}
+        self.drop = None                # the judge frees its buffer once the shape is over
         if self.device == "cuda":
             import torch
             torch.cuda.synchronize()
