@@ -227,3 +227,73 @@ def test_the_schedule_takes_every_candidate_batch_s_outputs_with_the_worker_stop
     reasons = taken.judge()
     assert reasons and {r.code for r in reasons} == {"mismatch"}
     assert f"timed call {2 * s.calls + 2} of {len(taken.taken)}" in reasons[0].detail
+
+
+class _FakeView:
+    """handoff.View over host memory: the worker's buffer as the judge maps it."""
+    fail = False
+
+    def __init__(self, handle, slots, nbytes):
+        if _FakeView.fail:
+            from gauntlet.handoff import HandoffError
+            raise HandoffError("cudaIpcOpenMemHandle failed: cudaErrorMapBufferObjectFailed (205)")
+        self.handle, self.slots, self.nbytes = dict(handle), slots, nbytes
+        self.buf = torch.zeros(slots * nbytes, dtype=torch.uint8)
+        self.poisoned = 0
+
+    def slot(self, k):
+        return self.buf[k * self.nbytes:(k + 1) * self.nbytes]
+
+    def poison(self):
+        self.buf.fill_(0xFF)
+        self.poisoned += 1
+
+    def close(self):
+        pass
+
+
+def test_the_worker_s_buffer_is_mapped_once_read_then_poisoned_and_may_not_change(monkeypatch):
+    from gauntlet import handoff
+    monkeypatch.setattr(handoff, "View", _FakeView)
+    monkeypatch.setattr(_FakeView, "fail", False)
+    problem = discover.get_problem("gemm")
+    spec = problem.dtype("bfloat16")
+    probe = expected_for(problem, make_inputs(problem, SMALL, spec, 0, "cpu"), spec)
+    taken = TimedOutputs(problem, spec, SMALL, probe, "cpu")
+    taken.device = "cuda"                    # asks for a buffer; nothing here touches a GPU
+    assert taken.handle(2) == {"slots": 2, "nbytes": taken.nbytes}
+    outs = []
+    for k in range(2):
+        a, b = make_inputs(problem, SMALL, spec, 50 + k, "cpu")
+        outs.append({"seed": 50 + k, "meta": guard.describe_output(a @ b, (a, b)), "slot": True})
+    handle = {"ipc": "00" * 64, "device": 0, "slots": 2, "nbytes": taken.nbytes, "stride": taken.nbytes}
+
+    def fill(view):
+        for k, out in enumerate(outs):
+            a, b = make_inputs(problem, SMALL, spec, out["seed"], "cpu")
+            view.slot(k).copy_((a @ b).reshape(-1).view(torch.uint8))
+    real_view = taken._view
+
+    def view_then_fill(header, calls):      # the worker wrote its slots before the reply
+        v = real_view(header, calls)
+        fill(v)
+        return v
+    monkeypatch.setattr(taken, "_view", view_then_fill)
+    taken.take({"outputs": outs, "drop": handle}, [], 2, set())
+    assert taken.drop.poisoned == 1 and len(taken.taken) == 2 and all("proj" in kept for kept in taken.taken)
+    monkeypatch.setattr(taken, "_view", real_view)
+    taken.handle(2)
+    with pytest.raises(BadOutputs, match="changed"):
+        taken.take({"outputs": outs, "drop": dict(handle, ipc="11" * 64)}, [], 2, set())
+
+    # A host where the judge cannot map the worker's buffer: that batch's outputs go unread, the reply carries the
+    # rest, and the record says so.
+    monkeypatch.setattr(_FakeView, "fail", True)
+    other = TimedOutputs(problem, spec, SMALL, probe, "cpu")
+    other.device = "cuda"
+    other.handle(2)
+    other.take({"outputs": outs, "drop": handle}, [], 2, set())
+    assert other.summary()["unread"] == 2 and "cudaErrorMapBufferObjectFailed" in other.summary()["via"]
+    assert other.handle(2) is None
+    with pytest.raises(BadOutputs, match="neither in its slot"):
+        other.take({"outputs": outs}, [], 2, set())        # a slot claimed in a batch that asked for none

@@ -19,9 +19,9 @@ ran, and when: the hold and the end marker bound the window, and a kernel outsid
 behaves the same); then it is poisoned and freed. What the parent may check is the output's snapshot, copied on the
 caller's stream right after the end event (gauntlet.gpu.snapshot): work that completes an output later (from a
 thread, a signal handler, the next request) cannot change it. At the batch's end the candidate's snapshots are
-written into memory the judge owns (gauntlet.handoff: slot k of the judge's buffer, mapped through CUDA IPC), which
-the judge reads right after the reply, before the worker runs again: every output is checked, and no later request
-says which (gauntlet.judge.values.taken). Where the worker cannot map the judge's buffer, they go in the reply.
+written into a buffer the judge maps through CUDA IPC (gauntlet.handoff: slot k), which the judge reads right after
+the reply, before the worker runs again: every output is checked, and no later request says which
+(gauntlet.judge.values.taken). Where there is no such buffer, they go in the reply.
 """
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ import torch
 
 from . import guard
 from .profiling import CallProfiler
-from .. import handoff
 from ..gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
 
 # A warm-up pass whose last call took this long ends the warm-up: its compiling is done (the pass's first call did
@@ -136,9 +135,9 @@ class Bench:
         return found
 
     def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda", profile: bool = True,
-              ask_started: bool = False, drop: tuple | None = None) -> dict:
+              ask_started: bool = False, drop=None) -> dict:
         """`calls` timed calls, each in a profiler session of its own. Keeps the outputs' snapshots for the judge
-        when asked, and with `drop` (the judge's buffer and its handle, gauntlet.handoff) writes them there: the
+        when asked, and with `drop` (the buffer the judge maps, gauntlet.handoff.Drop) writes them there: the
         result's `outputs` says per call its seed, its description and whether its values are in its slot.
         `profile=False` is for measuring the profiler's own effect (scripts/timing_probe.py), never used by the
         worker. `ask_started` (the warm-up's probe): the result's `started` says, per call, whether the hold had
@@ -182,13 +181,13 @@ class Bench:
             found["outputs"] = self.hand_over(drop)
         return dict(found, started=started) if ask_started else found
 
-    def hand_over(self, drop: tuple | None) -> list[dict]:
-        """Each kept snapshot written into its slot of the judge's buffer (all of them, then one sync, before the
-        reply): per call {seed, meta, slot: whether its values are there}. A snapshot that is not there (no
-        buffer, or an output that does not fit: a wrong dtype or shape) stays kept for the reply's blobs."""
+    def hand_over(self, drop) -> list[dict]:
+        """Each kept snapshot written into its slot of the buffer the judge maps (all of them, then one sync,
+        before the reply): per call {seed, meta, slot: whether its values are there}. A snapshot that is not there
+        (no buffer, or an output that does not fit: a wrong dtype or shape) stays kept for the reply's blobs."""
         outputs = []
         for k, (seed, meta, snap) in enumerate(self.kept):
-            placed = drop is not None and meta["is_tensor"] and handoff.put(drop[0], drop[1], k, snap)
+            placed = drop is not None and meta["is_tensor"] and drop.put(k, snap)
             outputs.append({"seed": seed, "meta": meta, "slot": bool(placed)})
         if drop is not None:
             torch.cuda.synchronize()

@@ -68,7 +68,7 @@ class Session:
         self.solve = None
         self.watch = self.snapshot = None
         self.benches: dict = {}
-        self.drop = None                           # (the judge's timing buffer, its handle) once mapped
+        self.drop = None                           # the timing buffer the judge maps (gauntlet.handoff.Drop)
 
     # -- start-up ------------------------------------------------------------------------------------------------
     def prepare(self) -> dict | None:
@@ -286,7 +286,9 @@ class Session:
         from . import guard
         from ..inputs import matmul_precision
         bench, spec = self.benches[request["side"]]
-        keep = self.role == "candidate"
+        # The baseline hands its outputs over too where the candidate's go in the reply (`hand_over`): the copies
+        # then cost both sides' batches alike, and the second clock compares like with like.
+        keep = self.role == "candidate" or request.get("hand_over") is True
         drop, drop_error = self._drop(request.get("drop")) if keep and request.get("calls") else (None, "")
         threads = guard.live_threads()
         with matmul_precision(spec), torch.no_grad():
@@ -302,29 +304,37 @@ class Session:
                 out["wire"], blob = protocol.tensor_to_wire(snap)
                 out["blob"] = len(blobs)
                 blobs.append(blob)
+        if drop is not None:
+            result["drop"] = drop.handle
         if drop_error:
             result["drop_error"] = drop_error
         return dict(result, ok=True), blobs
 
-    def _drop(self, handle):
-        """The judge's timing buffer (gauntlet.handoff), mapped once per handle: (buffer, handle) and "", or None
-        and why it could not be mapped (the outputs then go in the reply)."""
-        if not handle:
+    def _drop(self, asked):
+        """The timing buffer the judge asked for ({slots, nbytes}), made once per size (gauntlet.handoff.Drop):
+        (buffer, "") or (None, why it could not be made: the outputs then go in the reply)."""
+        if not isinstance(asked, dict):
             return None, ""
-        if self.drop is None or self.drop[1] != handle:
+        slots, nbytes = int(asked.get("slots", 0)), int(asked.get("nbytes", 0))
+        if self.drop is None or (self.drop.slots, self.drop.nbytes) != (slots, nbytes):
             from .. import handoff
-            self.drop = None
+            self._close_drop()
             try:
-                self.drop = (handoff.attach(handle), handle)
-            except Exception as exc:  # noqa: BLE001 - an unmappable buffer costs speed, never the verdict
+                self.drop = handoff.Drop(slots, nbytes)
+            except Exception as exc:  # noqa: BLE001 - no buffer costs speed, never the verdict
                 return None, f"{type(exc).__name__}: {exc}"[:500]
         return self.drop, ""
+
+    def _close_drop(self) -> None:
+        if self.drop is not None:
+            self.drop.close()
+            self.drop = None
 
     def bench_end(self, request: dict):
         for bench, _ in self.benches.values():
             bench.release()
         self.benches = {}
-        self.drop = None                # the judge frees its buffer once the shape is over
+        self._close_drop()              # the judge has let its mapping go (gauntlet.judge.values.taken)
         if self.device == "cuda":
             import torch
             torch.cuda.synchronize()

@@ -60,9 +60,8 @@ BOOTSTRAP_PRECISION = 0.015  # and the reported (bootstrap) interval, before its
 # (MIN_ROUNDS at least), and its interval is the one those rounds give, reported as it is. Only where every baseline
 # waits is it asked for these.
 WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION = 0.05, 0.10
-SPOTS = 2                   # at least this many spot-checked timed calls per shape (outputs judged against the oracle)
-# Each candidate batch is also fully checked with this chance (besides the SPOTS guaranteed; every call gets the cheap
-# checks of gauntlet.judge.values.sampled). One in 16: a full check costs 0.3 s at 8192^2 on an H100.
+SPOTS = 2                   # at least this many fully checked timed calls per shape (every call gets values.sampled's)
+# Each candidate batch also gets a full check with this chance. One in 16: a full check costs 0.3 s at 8192^2 (H100).
 SPOT_CHANCE = 1 / 16
 # A flush slower than this marks a baseline batch as disturbed. With an honest, stopped candidate an H100 showed slow
 # flushes of 0.17 to 0.58 ms (0.035 ms idle) in up to 3 of 9 batches: so the slack is 1 ms (a time slice given to
@@ -122,7 +121,7 @@ class Schedule:
         self.errors: dict = {}
         self.reasons: list[Reason] = []
         self.spots: list[tuple[int, dict, list]] = []
-        self.final: list[int] = []         # the last candidate batch's calls copied whole for the final spots
+        self.final: list[int] = []         # calls of the last candidate batch copied whole, for the final spots
         self.disturbed: dict = {}          # baseline label -> [disturbed batches, batches]
         self.waits: set[str] = set()       # baselines whose calls wait for the GPU (`run`)
         self.busy_gpu = False              # the quiet check ruled the GPU busy (its reason is in self.reasons)
@@ -229,12 +228,13 @@ class Schedule:
             self.reasons.append(self._bad_reply(child, exc))
             return
         request = {"op": "bench_batch", "side": label, "calls": calls, "hold_ms": hold_ms}
-        if label == "candidate" and self.outputs is not None:
-            request["drop"] = self.outputs.handle(calls)
+        if self.outputs is not None:      # without a shared buffer both sides pay for the outputs' copies alike
+            request.update(drop=self.outputs.handle(calls) if label == "candidate" else None,
+                           hand_over=bool(self.outputs.drop_error))
         with self.phases("batches " + side):
             header, blobs, wall = _ask(child, [other], request, self.timeout, f"timing {label}", phases=self.phases,
                                        max_blob=self.request["max_blob"])
-        if label == "candidate":
+        if label == "candidate" and self.outputs is not None:
             self.cand.stop()           # before its outputs are read: nothing of the worker runs until they are
             self._take_outputs(header, blobs, calls, spot)
         with self.phases("checks"):
@@ -294,10 +294,7 @@ class Schedule:
                                        "GPU work the candidate left queued"))
 
     def _take_outputs(self, header: dict, blobs: list, calls: int, spot: bool) -> None:
-        """Every call's output taken (values.taken); whole copies of the final spots' candidates (any batch may be
-        the last) and, by chance, of this batch's spot."""
-        if self.outputs is None:
-            return
+        """Every call's output taken (values.taken); whole copies of the final spots (any batch may be the last)."""
         self.final, index = self.rng.sample(range(calls), min(SPOTS, calls)), self.rng.randrange(calls)
         with self.phases("take outputs"):
             try:
@@ -312,6 +309,8 @@ class Schedule:
         return self.outputs.copy(index) if self.outputs is not None else ({}, [])
 
     def end(self) -> None:
+        if self.outputs is not None:
+            self.outputs.close()           # the judge's mapping of the worker's buffer goes before the buffer does
         with self.phases("end"):
             for child in (self.cand, self.base):
                 if child.alive:

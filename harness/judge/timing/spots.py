@@ -85,10 +85,8 @@ class Pending:
     def drop(self) -> None:
         """The workers let the shape's timing buffers go (the kept outputs too) and both run again."""
         try:
-            self.schedule.end()
+            self.schedule.end()            # the judge's mapping of the worker's timing buffer goes first (bench)
         finally:
-            if getattr(self.schedule, "outputs", None) is not None:
-                self.schedule.outputs.close()          # the judge's buffer, once the worker has let its mapping go
             if self.judge.device == "cuda":
                 torch.cuda.empty_cache()
 

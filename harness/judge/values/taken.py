@@ -45,37 +45,28 @@ class TimedOutputs:
         self.copies: dict = {}             # call index in the last batch -> (header, [uint8 tensor])
 
     def handle(self, calls: int) -> dict | None:
-        """The buffer's handle for a batch of `calls` (made at the first batch), its slots poisoned; None off the
-        GPU, or where the judge could not share it or the worker could not map it (the outputs then come in the
-        reply, and its copies cost the candidate's batches wall time that the second clock counts)."""
-        self.sent = False                  # a slot is read only in a batch whose request carried the handle
-        if self.device != "cuda" or self.drop_error:
-            self.drop = None
-            return None
-        if self.drop is None or self.drop.slots < calls:
-            self.drop = None
-            try:
-                self.drop = handoff.Drop(calls, self.nbytes, self.device)
-            except (RuntimeError, AttributeError, torch.OutOfMemoryError) as exc:
-                self.drop_error = f"{type(exc).__name__}: {exc}"[:300]
-                return None
-        self.drop.poison()
-        self.sent = True
-        return self.drop.handle
+        """What a batch of `calls` asks the worker for: a buffer of `calls` slots of the output's size, which the
+        judge maps and reads (gauntlet.handoff); None off the GPU, or once the buffer could not be made or mapped
+        (the outputs then come in the reply, and their copies cost the candidate's batches wall time that the
+        second clock counts: the entry's `output_checks.via` says so)."""
+        self.sent = self.device == "cuda" and not self.drop_error
+        return {"slots": calls, "nbytes": self.nbytes} if self.sent else None
 
     def take(self, header: dict, blobs: list, calls: int, full: set) -> None:
-        """Everything the checks need from each call of a batch, drawn now; full copies of the calls in `full`."""
+        """Everything the checks need from each call of a batch, drawn now; whole copies of the calls in `full`.
+        Then the buffer's slots are poisoned for the next batch."""
         outputs = header.get("outputs")
         if not (isinstance(outputs, list) and len(outputs) == calls):
             raise BadOutputs(f"'outputs' must describe the {calls} timed calls")
         self.copies = {}
-        refused = header.get("drop_error")
-        if refused and not self.drop_error:          # the worker could not map the buffer: the reply carries them
-            self.drop_error = "the worker: " + str(refused)[:300]
+        view = self._view(header, calls) if self.sent else None
+        lost = self.sent and view is None          # their slots are in a buffer the judge could not map
         for k, out in enumerate(outputs):
             seed, meta = self._entry(out)
             kept = {"seed": seed, "meta": meta}
-            values = self._values(k, out, meta, blobs) if meta["is_tensor"] else None
+            if lost and meta["is_tensor"] and out.get("slot") is True:
+                kept["unread"] = True
+            values = self._values(k, out, meta, blobs, view) if meta["is_tensor"] and "unread" not in kept else None
             if values is not None:
                 kept.update(self._draw(values))
                 if k in full:
@@ -84,6 +75,28 @@ class TimedOutputs:
             elif k in full:
                 self.copies[k] = ({"seed": seed, "meta": meta}, [])
             self.taken.append(kept)
+        if view is not None:
+            view.poison()
+
+    def _view(self, header: dict, calls: int):
+        """The worker's buffer, mapped at the first batch and the same one after; None where the worker could not
+        make it or the judge could not map it at the first batch (a host without CUDA IPC: that batch's outputs go
+        unread, the reply carries them from then on). A buffer that changes after one was mapped is refused."""
+        handle = header.get("drop")
+        if self.drop is not None:
+            if handle != self.drop.handle:
+                raise BadOutputs("the timing buffer's handle changed between batches")
+            return self.drop
+        if handle is None:
+            self.drop_error = "the worker: " + str(header.get("drop_error") or "no buffer")[:300]
+            return None
+        try:
+            self.drop = handoff.View(handle, calls, self.nbytes)
+        except ValueError as exc:
+            raise BadOutputs(str(exc)) from None
+        except (handoff.HandoffError, RuntimeError) as exc:
+            self.drop_error = f"the judge: {exc}"[:300]
+        return self.drop
 
     def copy(self, index: int):
         """The full copy of call `index` of the last batch (header, blobs), as a spot check reads it."""
@@ -104,14 +117,14 @@ class TimedOutputs:
             raise BadOutputs("an output's 'meta' must describe it (dtype, shape, strides, device, aliasing)")
         return out["seed"], m
 
-    def _values(self, k: int, out: dict, meta: dict, blobs: list):
+    def _values(self, k: int, out: dict, meta: dict, blobs: list, view):
         """Call k's values, the judge's own: its slot (read in place: the worker is stopped and asked nothing
         before the draw) or its blob; None where its dtype or shape is not the expected one (judged by `meta`)."""
         want = str(self.dtype).removeprefix("torch.")
         if meta["dtype"] != want or tuple(meta["shape"]) != self.out_shape:
             return None
-        if out.get("slot") is True and self.sent and self.drop is not None and k < self.drop.slots:
-            raw = self.drop.slot(k)
+        if out.get("slot") is True and view is not None and k < view.slots:
+            raw = view.slot(k)
         elif type(out.get("blob")) is int and 0 <= out["blob"] < len(blobs):
             wire = out.get("wire")
             if not (isinstance(wire, dict) and wire.get("dtype") == want and wire.get("shape") == meta["shape"]):
@@ -151,11 +164,16 @@ class TimedOutputs:
         return []
 
     def summary(self) -> dict:
-        """For the record: how many timed calls were checked, which checks they got, and how their outputs came."""
-        return {"calls": len(self.taken), "rows": self.has_rows, "projection": self.has_factors,
-                "via": "reply (the judge's buffer could not be shared: " + self.drop_error + ")" if self.drop_error
-                else "the judge's GPU buffer" if self.device == "cuda" else "reply"}
+        """For the record: how many timed calls were taken (and how many of them could not be read: the first batch on
+        a host without CUDA IPC), which checks they got, and how their outputs came."""
+        return {"calls": len(self.taken), "unread": sum(1 for kept in self.taken if kept.get("unread")),
+                "rows": self.has_rows, "projection": self.has_factors,
+                "via": "reply (no shared buffer: " + self.drop_error + ")" if self.drop_error
+                else "the worker's GPU buffer, mapped by the judge" if self.device == "cuda" else "reply"}
 
     def close(self) -> None:
-        self.drop = None
+        """The judge's mapping let go (before the worker frees its buffer: bench.Schedule.end)."""
+        if self.drop is not None:
+            self.drop.close()
+            self.drop = None
         self.copies = {}
