@@ -64,14 +64,16 @@ def project(out: torch.Tensor, seed: int) -> dict:
     r = (torch.randint(0, 2, (*lead, m), generator=g, device=out.device, dtype=torch.int8) * 2 - 1)
     proj = torch.zeros((*lead, n), dtype=torch.float64, device=out.device)
     sq = torch.zeros_like(proj)
+    finite = not out.is_floating_point() or bool(torch.isfinite(out).all())
     step = max(1, CHUNK // max(1, math.prod(lead) * n))
-    for i in range(0, m, step):
+    for i in range(0, m, step):         # in float64: its own rounding stays far under the bound (2**-40 of it)
         part = out[..., i:i + step, :].to(torch.float64)
-        part = torch.where(torch.isfinite(part), part, 0.0)
+        if not finite:
+            part = torch.nan_to_num(part, nan=0.0, posinf=0.0, neginf=0.0)
         proj += (r[..., i:i + step].unsqueeze(-2).to(torch.float64) @ part).squeeze(-2)
-        sq += part.square().sum(-2)
+        sq += torch.linalg.vector_norm(part, dim=-2).square()
         del part
-    bad = (~torch.isfinite(out)).nonzero() if out.is_floating_point() else out.new_zeros((0, out.dim()))
+    bad = out.new_zeros((0, out.dim()), dtype=torch.long) if finite else (~torch.isfinite(out)).nonzero()
     if len(bad) > NONFINITE_KEEP:
         bad = bad[torch.randperm(len(bad), generator=g, device=out.device)[:NONFINITE_KEEP]]
     values = out[tuple(bad.t())].to(torch.float64) if len(bad) else torch.zeros(0, dtype=torch.float64)
