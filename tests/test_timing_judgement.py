@@ -201,8 +201,6 @@ class FakeWorker:
             import time
             time.sleep(n * (self.ms + self.gap_ms) / 1e3)
             return hdr, []
-        if op == "bench_spot":
-            return {"ok": True, "seed": 7, "meta": {"is_tensor": False, "type": "x"}}, []
         return {"ok": True}, []
 
 
