@@ -10,8 +10,8 @@ candidate which output is looked at, and every one is (gauntlet.judge.values.tak
 
 Why the worker exports and the judge imports, not the other way round: the worker runs under Landlock, which
 forbids it ptrace-class access to processes outside its domain, and opening another process's IPC handle needs that
-(on an H200 host, the confined worker's cudaIpcOpenMemHandle of a judge's buffer failed with
-cudaErrorMapBufferObjectFailed); the judge, the worker's parent, may open the worker's.
+(a confined worker's cudaIpcOpenMemHandle of the judge's buffer fails with cudaErrorMapBufferObjectFailed); the
+judge, the worker's parent and outside its domain, may open the worker's.
 
 What the mapping does not stop: the worker can write the slots until the judge reads them (between its batch and
 the judge's stop, and GPU work it left queued); that is work inside the batch's wall time, which the second clock
