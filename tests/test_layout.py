@@ -16,7 +16,7 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 SHARED = {"gauntlet.protocol", "gauntlet.problem", "gauntlet.inputs", "gauntlet.discover", "gauntlet.searchpath",
           "gauntlet.reasons", "gauntlet.gpu", "gauntlet.cards", "gauntlet.backends", "gauntlet.backends.triton_interpreter",
           "gauntlet.backends.triton_casts", "gauntlet.backends.triton_autotune", "gauntlet.backends.triton_key",
-          "gauntlet.formats"}
+          "gauntlet.formats", "gauntlet.handoff"}
 ENTRY = {"gauntlet", "gauntlet.plugin", "gauntlet.__main__"}
 # The folders whose docstrings state what they may import, and the trusted side's other rooms.
 FOLDERS = ("gauntlet.judge.values", "gauntlet.judge.timing", "gauntlet.judge.process", "gauntlet.judge.records",

@@ -201,8 +201,6 @@ class FakeWorker:
             import time
             time.sleep(n * (self.ms + self.gap_ms) / 1e3)
             return hdr, []
-        if op == "bench_spot":
-            return {"ok": True, "seed": 7, "meta": {"is_tensor": False, "type": "x"}}, []
         return {"ok": True}, []
 
 
@@ -242,11 +240,11 @@ def test_a_shape_s_phases_say_where_its_wall_time_went():
     wall = time.perf_counter() - t0
     phases = s.phases.record()
     assert {"setup", "stop", "empty candidate", "empty baseline", "batches candidate", "batches baseline", "checks",
-            "stopping_rule", "spots", "end"} <= set(phases), phases
+            "stopping_rule", "end"} <= set(phases), phases
     assert all(v >= 0 for v in phases.values())
     assert sum(v for k, v in phases.items() if k != "stop") <= wall + 1e-3
     assert phases["stop"] <= phases["empty candidate"] + phases["empty baseline"] + phases["batches candidate"] + \
-        phases["batches baseline"] + phases["spots"] + 1e-3
+        phases["batches baseline"] + 1e-3
 
 
 def test_rounds_cut_short_by_the_deadline_still_spot_check():

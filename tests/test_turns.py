@@ -698,6 +698,7 @@ def test_the_answer_built_for_a_timed_shapes_size_is_handed_back_before_the_work
 
     probe = SimpleNamespace(oracle=SimpleNamespace(numel=lambda: 16))
     monkeypatch.setattr(timed, "_probe", lambda judge, shape, spec: probe)
+    monkeypatch.setattr(timed, "TimedOutputs", lambda *args: None)      # no outputs: the schedule is a fake
     monkeypatch.setattr(timed, "Schedule", FakeSchedule)
     monkeypatch.setattr(timed.torch.cuda, "empty_cache", lambda: events.append("empty_cache"))
     judge = SimpleNamespace(device="cuda", problem=SimpleNamespace(baselines={"cublas": None}), child=None,
@@ -893,6 +894,7 @@ def test_a_timed_shape_runs_its_rounds_alone_and_its_spots_shared_through_the_re
     monkeypatch.setattr(timed, "_entry", lambda *a: {"dtype": "bfloat16", "shape": {}, "baselines": {}})
     probe = SimpleNamespace(oracle=SimpleNamespace(numel=lambda: 16))
     monkeypatch.setattr(timed, "_probe", lambda judge, shape, spec: probe)
+    monkeypatch.setattr(timed, "TimedOutputs", lambda *args: None)      # no outputs: the schedule is a fake
     judge = SimpleNamespace(device="cuda", problem=SimpleNamespace(baselines={"cublas": None}), child=None,
                             base=None, declared=frozenset(), custom=True)
     opts = SimpleNamespace(case_timeout_s=1.0, timing_budget_s=1.0, peaks={})

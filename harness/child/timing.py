@@ -18,8 +18,10 @@ ran, and when: the hold and the end marker bound the window, and a kernel outsid
 (gauntlet.judge.timing.window). Every output of a batch stays alive until the batch ends, on both sides (so the allocator
 behaves the same); then it is poisoned and freed. What the parent may check is the output's snapshot, copied on the
 caller's stream right after the end event (gauntlet.gpu.snapshot): work that completes an output later (from a
-thread, a signal handler, the next request) cannot change it. The candidate's snapshots are kept until the next
-request so the parent can choose, after the fact, which ones to check (`spot`).
+thread, a signal handler, the next request) cannot change it. At the batch's end the candidate's snapshots are
+written into a buffer the judge maps through CUDA IPC (gauntlet.handoff: slot k), which the judge reads right after
+the reply, before the worker runs again: every output is checked, and no later request says which
+(gauntlet.judge.values.taken). Where there is no such buffer, they go in the reply.
 """
 from __future__ import annotations
 
@@ -135,11 +137,13 @@ class Bench:
         return found
 
     def batch(self, calls: int, hold_ms: float, keep: bool, device: str = "cuda", profile: bool = True,
-              ask_started: bool = False) -> dict:
-        """`calls` timed calls, each in a profiler session of its own. Keeps the outputs (for spot checks) when
-        asked. `profile=False` is for measuring the profiler's own effect (scripts/timing_probe.py), never used by
-        the worker. `ask_started` (the warm-up's probe): the result's `started` says, per call, whether the hold
-        had run out when the call returned (held_call)."""
+              ask_started: bool = False, drop=None) -> dict:
+        """`calls` timed calls, each in a profiler session of its own. Keeps the outputs' snapshots for the judge
+        when asked, and with `drop` (the buffer the judge maps, gauntlet.handoff.Drop) writes them there: the
+        result's `outputs` says per call its seed, its description and whether its values are in its slot.
+        `profile=False` is for measuring the profiler's own effect (scripts/timing_probe.py), never used by the
+        worker. `ask_started` (the warm-up's probe): the result's `started` says, per call, whether the hold had
+        run out when the call returned (held_call)."""
         self.release()
         ms, host, flush_ms, seeds, outs, snaps, seen = [], [], [], [], [], [], []
         started = [] if ask_started else None
@@ -175,6 +179,8 @@ class Bench:
             for snap in snaps:
                 guard.poison(snap)
         found = {"ms": ms, "host_ms": host, "flush_ms": flush_ms, "calls": seen, "shared_outputs": shared}
+        if keep:
+            found["outputs"] = self.hand_over(drop)
         return dict(found, started=started) if ask_started else found
 
     def span(self, calls: int, hold_ms: float, seed: int, picks: list[int]) -> tuple[bool, str | None]:
@@ -221,9 +227,17 @@ class Bench:
         if kept is not None and type(kept[2]) is torch.Tensor and kept[2].is_cuda:     # noqa: E721 - a snapshot
             guard.poison(kept[2])
 
-    def spot(self, index: int):
-        """(seed, description of the output, snapshot of the output) of call `index` of the last batch."""
-        return self.kept[index]
+    def hand_over(self, drop) -> list[dict]:
+        """Each kept snapshot written into its slot of the buffer the judge maps (all of them, then one sync,
+        before the reply): per call {seed, meta, slot: whether its values are there}. A snapshot that is not there
+        (no buffer, or an output that does not fit: a wrong dtype or shape) stays kept for the reply's blobs."""
+        outputs = []
+        for k, (seed, meta, snap) in enumerate(self.kept):
+            placed = drop is not None and meta["is_tensor"] and drop.put(k, snap)
+            outputs.append({"seed": seed, "meta": meta, "slot": bool(placed)})
+        if drop is not None:
+            torch.cuda.synchronize()
+        return outputs
 
     def release(self) -> None:
         for _, _, snap in self.kept:

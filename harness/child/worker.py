@@ -71,6 +71,7 @@ class Session:
         self.watch = self.snapshot = None
         self.benches: dict = {}
         self.pause = None
+        self.drop = None                           # the timing buffer the judge maps (gauntlet.handoff.Drop)
 
     # -- start-up ------------------------------------------------------------------------------------------------
     def prepare(self) -> dict | None:
@@ -167,7 +168,7 @@ class Session:
     def handle(self, request: dict):
         op = request.get("op")
         handlers = {"case": self.run_case, "bench_setup": self.bench_setup, "bench_batch": self.bench_batch,
-                    "bench_spot": self.bench_spot, "bench_end": self.bench_end,
+                    "bench_end": self.bench_end,
                     "bench_span": self.bench_span, "bench_span_output": self.bench_span_output}
         if op not in handlers or (self.role == "baseline" and op == "case"):
             return {"ok": False, "code": "crash", "detail": f"unknown request {op!r} for a {self.role} worker"}, []
@@ -297,25 +298,49 @@ class Session:
         from . import guard
         from ..inputs import matmul_precision
         bench, spec = self.benches[request["side"]]
+        # The baseline hands its outputs over too where the candidate's go in the reply (`hand_over`): the copies
+        # then cost both sides' batches alike, and the second clock compares like with like.
+        keep = self.role == "candidate" or request.get("hand_over") is True
+        drop, drop_error = self._drop(request.get("drop")) if keep and request.get("calls") else (None, "")
         threads = guard.live_threads()
         with matmul_precision(spec), torch.no_grad():
-            result = bench.batch(int(request["calls"]), float(request["hold_ms"]), keep=self.role == "candidate")
+            result = bench.batch(int(request["calls"]), float(request["hold_ms"]), keep=keep, drop=drop)
         result["background"] = guard.background_work(threads)
         l2 = guard.l2_changed()
         if l2:
             result["background"] += f"; persisting L2 carve-out of {l2} bytes set"
             guard.reset_persisting_l2()
-        return dict(result, ok=True), []
+        blobs = []
+        for out, (_, _, snap) in zip(result.get("outputs", []), bench.kept):
+            if out["meta"]["is_tensor"] and not out["slot"]:   # no buffer, or no room in it: in the reply
+                out["wire"], blob = protocol.tensor_to_wire(snap)
+                out["blob"] = len(blobs)
+                blobs.append(blob)
+        if drop is not None:
+            result["drop"] = drop.handle
+        if drop_error:
+            result["drop_error"] = drop_error
+        return dict(result, ok=True), blobs
 
-    def bench_spot(self, request: dict):
-        bench, _ = self.benches[request["side"]]
-        # The output's description and its snapshot, both taken when the call's window closed (timing.Bench.batch):
-        # whatever ran in this process since then cannot change what is judged.
-        seed, meta, snap = bench.spot(int(request["index"]))
-        if not meta["is_tensor"]:
-            return {"ok": True, "seed": seed, "meta": meta}, []
-        wire, blob = protocol.tensor_to_wire(snap)
-        return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
+    def _drop(self, asked):
+        """The timing buffer the judge asked for ({slots, nbytes}), made once per size (gauntlet.handoff.Drop):
+        (buffer, "") or (None, why it could not be made: the outputs then go in the reply)."""
+        if not isinstance(asked, dict):
+            return None, ""
+        slots, nbytes = int(asked.get("slots", 0)), int(asked.get("nbytes", 0))
+        if self.drop is None or (self.drop.slots, self.drop.nbytes) != (slots, nbytes):
+            from .. import handoff
+            self._close_drop()
+            try:
+                self.drop = handoff.Drop(slots, nbytes)
+            except Exception as exc:  # noqa: BLE001 - no buffer costs speed, never the verdict
+                return None, f"{type(exc).__name__}: {exc}"[:500]
+        return self.drop, ""
+
+    def _close_drop(self) -> None:
+        if self.drop is not None:
+            self.drop.close()
+            self.drop = None
 
     def bench_span(self, request: dict):
         """The outside clock's span (timing.Bench.span; gauntlet.judge.timing.outside times the request from the
@@ -343,6 +368,7 @@ class Session:
         for bench, _ in self.benches.values():
             bench.release()
         self.benches = {}
+        self._close_drop()              # the judge has let its mapping go (gauntlet.judge.values.taken)
         if self.device == "cuda":
             import torch
             torch.cuda.synchronize()

@@ -42,6 +42,19 @@ def reference(p, v):
     return torch.matmul(p, v.repeat_interleave(group, dim=1))   # kv head h // group serves query head h
 
 
+def rows(index, p, v):
+    """The inputs whose reference is rows `index` (dim -2) of this call's: the judge checks a few sampled rows of
+    every timed output against the oracle of just those rows (gauntlet.judge.values.sampled)."""
+    return p[..., index, :], v
+
+
+def factors(p, v):
+    """(X, Y) in float64 with the oracle = X @ Y: the judge checks every timed output with a random projection,
+    r^T C against (r^T X) Y (Freivalds; gauntlet.judge.values.sampled)."""
+    group = p.shape[1] // v.shape[1]
+    return p.double(), v.double().repeat_interleave(group, dim=1)
+
+
 def error_scale(p, v):
     """Per-element magnitude rounding error scales with: sqrt(sum_j (p_ij v_jd)^2), the root-sum-square of the Sk
     products summed into O_id (a GEMM's scale, as in problems/gemm; output rounding is budgeted apart through

@@ -37,6 +37,20 @@ def reference(q, k):
     return torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
 
 
+def rows(index, q, k):
+    """The inputs whose reference is rows `index` (dim -2) of this call's: the judge checks a few sampled rows of
+    every timed output against the oracle of just those rows (gauntlet.judge.values.sampled)."""
+    return q[..., index, :], k
+
+
+def factors(q, k):
+    """(X, Y) in float64 with the oracle = X @ Y: the judge checks every timed output with a random projection,
+    r^T C against (r^T X) Y (Freivalds; gauntlet.judge.values.sampled)."""
+    group = q.shape[1] // k.shape[1]
+    k = k.double().repeat_interleave(group, dim=1)
+    return q.double() * (1.0 / math.sqrt(q.shape[-1])), k.transpose(-1, -2)
+
+
 def error_scale(q, k):
     """Per-element magnitude rounding error scales with: scale * sqrt(sum_d (q_d k_d)^2), the root-sum-square of the
     D products summed into S_ij (a GEMM's scale, as in problems/gemm). Rounding errors of random sign add in

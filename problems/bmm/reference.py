@@ -43,6 +43,18 @@ def sequential_order(a, b):
     return fma_chain_matmul(a, b)
 
 
+def rows(index, a, b):
+    """The inputs whose reference is rows `index` (dim -2) of this call's: the judge checks a few sampled rows of
+    every timed output against the oracle of just those rows (gauntlet.judge.values.sampled)."""
+    return a[:, index], b
+
+
+def factors(a, b):
+    """(X, Y) in float64 with the oracle = X @ Y: the judge checks every timed output with a random projection,
+    r^T C against (r^T X) Y (Freivalds; gauntlet.judge.values.sampled)."""
+    return a.double(), b.double()
+
+
 def error_scale(a, b):
     """Per-element magnitude that rounding error scales with: sqrt((A*A) @ (B*B)) batch by batch, the
     root-sum-square of the products summed into C[b]_ij. Called on float64 inputs."""

@@ -169,6 +169,13 @@ def reference(x, w_fp8, w_scale, convention="divide"):
     return out.to(x.dtype)
 
 
+def rows(index, x, w_fp8, w_scale):
+    """The inputs whose reference is rows `index` (dim -2) of this call's (x is quantized per 1x128 block of a
+    row): the judge checks a few sampled rows of every timed output against the oracle of just those rows
+    (gauntlet.judge.values.sampled)."""
+    return x[index], w_fp8, w_scale
+
+
 def _dequantized_weight64(w_fp8, w_scale):
     K = w_fp8.shape[1]
     ws = _weight_scale_per_channel(w_scale.double(), w_fp8.shape[0]).repeat_interleave(BLOCK, dim=1)[:, :K]

@@ -47,6 +47,18 @@ def reference(a, w):
     return (a.double() @ w.double().T).to(torch.int32)
 
 
+def rows(index, a, w):
+    """The inputs whose reference is rows `index` (dim -2) of this call's: the judge checks a few sampled rows of
+    every timed output against the oracle of just those rows (gauntlet.judge.values.sampled)."""
+    return a[index], w
+
+
+def factors(a, w):
+    """(X, Y) in float64 with the oracle = X @ Y: the judge checks every timed output with a random projection,
+    r^T C against (r^T X) Y (Freivalds; gauntlet.judge.values.sampled)."""
+    return a.double(), w.double().T
+
+
 def negative_controls():
     """Wrong answers the checker must reject (tests/test_negative_controls.py runs them at M=N=K=67).
 

@@ -67,6 +67,18 @@ def reference(x, sx, w, sw):
     return (acc.to(sx.dtype) * sx[:, None] * sw[None, :]).to(torch.bfloat16)
 
 
+def rows(index, x, sx, w, sw):
+    """The inputs whose reference is rows `index` (dim -2) of this call's: the judge checks a few sampled rows of
+    every timed output against the oracle of just those rows (gauntlet.judge.values.sampled)."""
+    return x[index], sx[index], w, sw
+
+
+def factors(x, sx, w, sw):
+    """(X, Y) in float64 with the oracle = X @ Y: the judge checks every timed output with a random projection,
+    r^T C against (r^T X) Y (Freivalds; gauntlet.judge.values.sampled)."""
+    return x.double() * sx.double()[:, None], (w.double() * sw.double()[:, None]).T
+
+
 def oracle(x, sx, w, sw):
     return (x.double() @ w.double().T) * sx.double()[:, None] * sw.double()[None, :]
 

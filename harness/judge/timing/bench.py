@@ -1,9 +1,8 @@
 """The timing schedule, run by the trusted parent: candidate and baselines in separate processes, in short rounds.
 
 Why two processes: a baseline timed inside the candidate's process can be slowed by anything the candidate does
-there (a patched torch function, an environment variable or torch switch set at import, a thread). The baselines
-run in a worker that never imported candidate code (role `baseline`), on the same GPU, with freshly seeded inputs
-of the same shape.
+there (a patched torch function, an environment variable or torch switch set at import, a thread). The baselines run
+in a worker that never imported candidate code (role `baseline`), on the same GPU, with fresh inputs of the shape.
 
 One round = one short batch of timed calls per side, in a shuffled order. While one side's batch runs, the other
 worker is SIGSTOPped (its escaped processes too), so nothing of the candidate runs while a baseline is timed.
@@ -16,9 +15,9 @@ samples.
 Every timed call is a checked call: the profiler runs around each one, and the parent judges each call's kernels
 (gauntlet.judge.process.kernels) and whether each of them ran inside the call's measured window
 (gauntlet.judge.timing.window: a kernel beside the hold or past the end event is `tampering`; the baseline's calls are
-checked alike, and a failure there is a harness bug); after a batch it picks, with SystemRandom, whether and which of
-its calls to spot-check (the outputs' snapshots, taken when each window closed, are kept until then, so the candidate
-cannot know which call will be checked, nor change an output afterwards).
+checked alike, and a failure there is a harness bug). Every candidate output is checked too: each call's snapshot
+goes into the judge's own GPU memory, which the judge reads right after the reply, the worker stopped, for every
+call's checks and whole copies of a few calls it picks (the spots): gauntlet.judge.values.taken.
 
 The hold's length is the judge's: HOLD_MS (gauntlet.gpu, the hold of every correctness call too), longer only when a
 baseline's own host launch, measured in the clean worker, needs more; never derived from the candidate's launch (a
@@ -26,12 +25,9 @@ slow launch would buy a longer blind window), nor from a baseline whose call wai
 it: no hold covers its launches, which start only once the hold has run out). A candidate whose launch outlasts the
 hold pays for it in its time.
 
-A second clock: the parent measures each batch's wall time from outside the child, less the wall time of an empty
-batch sent just before it (the worker's per-request cost). What is left per call, minus the events' time, is the
-same per-call overhead for every side (refill, flush, hold, profiler session, sync); a candidate whose gap is much
-larger than its baseline's reports less GPU time than its calls took (`tampering`). That per-call overhead is
-milliseconds, so the bound that holds a figure to within a few percent is the outside clock's, run after the rounds:
-spans of calls queued back to back, timed from the parent (gauntlet.judge.timing.outside).
+A coarse second clock (each batch's wall time less an empty batch's, per call, against the baseline's gap) catches
+a gross lie; per-call overhead is milliseconds, so the bound that holds a figure to a few percent is the outside
+clock's, run after the rounds: spans of calls back to back, timed from the parent (gauntlet.judge.timing.outside).
 """
 from __future__ import annotations
 
@@ -63,10 +59,8 @@ BOOTSTRAP_PRECISION = 0.015  # and the reported (bootstrap) interval, before its
 # (MIN_ROUNDS at least), and its interval is the one those rounds give, reported as it is. Only where every baseline
 # waits is it asked for these.
 WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION = 0.05, 0.10
-SPOTS = 2                   # at least this many spot-checked timed calls per shape (outputs judged against the oracle)
-# Each candidate batch is spot-checked with this chance (besides the SPOTS guaranteed): any batch may be, so no
-# count of spots seen tells the candidate that the rest of its timed calls go unchecked.
-# One in 16 (an output check costs 0.3 s at 8192^2 on an H100: a chance per batch of 1 in 4 made 23 of them).
+SPOTS = 2                   # at least this many fully checked timed calls per shape (every call gets values.sampled's)
+# Each candidate batch also gets a full check with this chance. One in 16: a full check costs 0.3 s at 8192^2 (H100).
 SPOT_CHANCE = 1 / 16
 # A flush slower than this marks a baseline batch as disturbed. With an honest, stopped candidate an H100 showed slow
 # flushes of 0.17 to 0.58 ms (0.035 ms idle) in up to 3 of 9 batches: so the slack is 1 ms (a time slice given to
@@ -110,11 +104,12 @@ class Schedule:
     """Times one (dtype, shape): the candidate's worker against the baseline worker."""
 
     def __init__(self, cand: Child, base: Child, labels: list[str], request: dict, timeout: float,
-                 declared: frozenset, custom: bool, seed: int = 0, phases: Phases | None = None):
+                 declared: frozenset, custom: bool, seed: int = 0, phases: Phases | None = None, outputs=None):
         """`seed`: the one the record's bootstrap interval is drawn with (gauntlet.judge.timing.timed), so the stopping
         rule checks the very interval that will be reported. `phases`: where the shape's time is counted (the
-        caller's, when it times parts of the shape too)."""
-        self.seed = seed
+        caller's, when it times parts of the shape too). `outputs`: the candidate's timed outputs, taken after each
+        batch (gauntlet.judge.values.taken.TimedOutputs; None only in tests of the schedule itself)."""
+        self.seed, self.outputs = seed, outputs
         self.cand, self.base, self.labels = cand, base, labels
         self.request, self.timeout = request, timeout
         self.declared, self.custom = declared, custom
@@ -125,6 +120,7 @@ class Schedule:
         self.errors: dict = {}
         self.reasons: list[Reason] = []
         self.spots: list[tuple[int, dict, list]] = []
+        self.final: list[int] = []         # calls of the last candidate batch copied whole, for the final spots
         self.disturbed: dict = {}          # baseline label -> [disturbed batches, batches]
         self.waits: set[str] = set()       # baselines whose calls wait for the GPU (`run`)
         self.busy_gpu = False              # the quiet check ruled the GPU busy (its reason is in self.reasons)
@@ -186,8 +182,7 @@ class Schedule:
                 if self.reasons:
                     return
         outside.run(self, baselines)
-        # The guaranteed spots (SPOTS) come from the last candidate batch's kept outputs, after the card's turn
-        # alone: gauntlet.judge.timing.spots.final_spots.
+        # The guaranteed spots (SPOTS): the last batch's `final` copies, after the turn alone (spots.final_spots).
 
     def stop_now(self, baselines: list[str]) -> bool:
         with self.phases("stopping_rule"):
@@ -234,13 +229,17 @@ class Schedule:
             self.reasons.append(self._bad_reply(child, exc))
             return
         request = {"op": "bench_batch", "side": label, "calls": calls, "hold_ms": hold_ms}
+        if self.outputs is not None:      # without a shared buffer both sides pay for the outputs' copies alike
+            request.update(drop=self.outputs.handle(calls) if label == "candidate" else None,
+                           hand_over=bool(self.outputs.drop_error))
         with self.phases("batches " + side):
-            header, _, wall = _ask(child, [other], request, self.timeout, f"timing {label}", phases=self.phases)
+            header, blobs, wall = _ask(child, [other], request, self.timeout, f"timing {label}", phases=self.phases,
+                                       max_blob=self.request["max_blob"])
+        if label == "candidate" and self.outputs is not None:
+            self.cand.stop()           # before its outputs are read: nothing of the worker runs until they are
+            self._take_outputs(header, blobs, calls, spot)
         with self.phases("checks"):
             self._take(child, label, r, calls, header, wall, empty_wall)
-        if label == "candidate" and spot and not self.reasons:
-            index = self.rng.randrange(calls)
-            self.spots.append((index, *self._spot(index)))
 
     def _take(self, child: Child, label: str, r: int, calls: int, header: dict, wall: float, empty_wall: float):
         """A batch's reply, read and judged: its windows, its kernels, the quiet check; its calls kept."""
@@ -295,22 +294,24 @@ class Schedule:
                                        f"its L2 flush took up to {worst:.3f} ms, {self.quiet_ms:.3f} ms when idle: "
                                        "GPU work the candidate left queued"))
 
-    def _spot(self, index: int):
-        with self.phases("spots"):
-            self.base.stop()
-            header, blobs = self.cand.request({"op": "bench_spot", "side": "candidate", "index": index},
-                                              timeout=self.timeout, what="returning a timed call's output",
-                                              max_blob=self.request["max_blob"], device=self.cand.device)
-            if not header.get("ok"):
-                raise ChildFailed(Reason("crash", f"while returning a timed output: {header.get('detail')}"))
+    def _take_outputs(self, header: dict, blobs: list, calls: int, spot: bool) -> None:
+        """Every call's output taken (values.taken); whole copies of the final spots (any batch may be the last)."""
+        self.final, index = self.rng.sample(range(calls), min(SPOTS, calls)), self.rng.randrange(calls)
+        with self.phases("take outputs"):
             try:
-                replies.spot(header, len(blobs))
-            except replies.BadReply as exc:
-                self.reasons.append(self._bad_reply(self.cand, exc))
-                return {}, []
-            return header, blobs     # a large output is on the judge's GPU already (protocol.Area.take)
+                self.outputs.take(header, blobs, calls, set(self.final) | ({index} if spot else set()))
+            except ValueError as exc:               # values.taken.BadOutputs, or a blob that is not a tensor
+                return self.reasons.append(self._bad_reply(self.cand, exc))
+        if spot:
+            self.spots.append((index, *self._spot(index)))
+
+    def _spot(self, index: int):
+        """The judge's whole copy of call `index` of the last candidate batch, taken right after its reply."""
+        return self.outputs.copy(index) if self.outputs is not None else ({}, [])
 
     def end(self) -> None:
+        if self.outputs is not None:
+            self.outputs.close()           # the judge's mapping of the worker's buffer goes before the buffer does
         with self.phases("end"):
             for child in (self.cand, self.base):
                 if child.alive:

@@ -60,11 +60,12 @@ class Phases:
     """Where a timed shape's wall time goes, measured by the parent as it runs (the timing entry's `phases_s`):
     `setup` (both sides' warm-up and probe), `empty` and `batches` per side (the second clock's empty requests and
     the timed batches, as the parent waits for them; `stop`, stopping the other worker first, is part of both),
-    `checks` (the parent's reading of each reply: windows, kernels, the quiet check), `stopping_rule`, `spots` (timed
-    outputs fetched), `end`, and, from gauntlet.judge.timing.timed, `expected` (the shape's answer) and
-    `spot_checks`. Issue 17: a shape timed alone took 1.6 to 2.8 s on an H100 where its timed calls summed to a
-    fraction of that, and nothing said where the rest went. The guaranteed spots' fetching, `end` and `spot_checks`
-    come after the card's turn alone (gauntlet.judge.timing.spots): the entry's `alone` span does not hold them."""
+    `checks` (the parent's reading of each reply: windows, kernels, the quiet check), `stopping_rule`, `take outputs`
+    (every candidate batch's outputs read by the judge, gauntlet.judge.values.taken), `end`, and, from
+    gauntlet.judge.timing.timed, `expected` (the shape's answer), `spot_checks` and `output_checks`. Issue 17: a shape
+    timed alone took 1.6 to 2.8 s on an H100 where its timed calls summed to a fraction of that, and nothing said
+    where the rest went. `end`, `spot_checks` and `output_checks` come after the card's turn alone
+    (gauntlet.judge.timing.spots): the entry's `alone` span does not hold them."""
 
     def __init__(self):
         self.spent = defaultdict(float)

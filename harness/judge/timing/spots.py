@@ -1,23 +1,22 @@
-"""A timed shape's spot checks, done once its turn alone on the card is over.
+"""A timed shape's output checks, done once its turn alone on the card is over.
 
 A timed shape holds the card alone (gauntlet.judge.timing.turns) while its rounds run: no other judge's correctness
-call or timing meanwhile. Its guaranteed spot checks (bench.SPOTS outputs of the last candidate batch, picked with
-SystemRandom once the rounds are over) need no quiet card: the outputs were snapshotted when each call's window
-closed (gauntlet.child.timing.Bench.batch), and fetching one and judging it against the oracle is a correctness
-call like any other. Done inside the turn, they were 36 s of the 203 s that one H100's suite at the defaults held the
-card alone (85 timed shapes: 23.5 s fetching the outputs, 12.1 s building each answer and comparing), while the
-other three judges waited. So:
-- `Pending.fetch`, in the shape's own turn once it is made shared (turns.share_now): the spots fetched, then the
-  workers' timing buffers let go. The other judges' correctness calls go on meanwhile; no judge's timing starts
+call or timing meanwhile. Every candidate batch's outputs were taken by the judge right after the batch's reply
+(gauntlet.judge.values.taken): what every call's cheap checks need, and whole copies of the calls picked for a full
+check (the spots: bench.SPOT_CHANCE per batch, and the final spots' candidates, bench.SPOTS of every batch's calls,
+of which the last batch's stand). Judging them needs no quiet card: building each answer and comparing is a
+correctness call like any other. Done inside the turn, the spots alone were 36 s of the 203 s that one H100's suite
+at the defaults held the card alone (85 timed shapes), while the other three judges waited. So:
+- `Pending.fetch`, in the shape's own turn once it is made shared (turns.share_now): the final spots picked, then
+  the workers' timing buffers let go. The other judges' correctness calls go on meanwhile; no judge's timing starts
   before the buffers are gone (a timing set can outgrow a judge's share of the card).
 - `Pending.settle`, after the turn: the spots judged in a shared turn of their own (alone where the answer
-  outgrows the judge's share, or ran out of memory beside other judges), then the physics floor and the second
-  clock.
+  outgrows the judge's share, or ran out of memory beside other judges), then every timed call's checks, then the
+  physics floor and the second clock.
 
-What stays inside the turn alone: the rounds, with the spots picked by chance during them (bench.SPOT_CHANCE: a
-batch's outputs are replaced by the next batch's, so a spot chosen mid-rounds is fetched before the next batch
-runs), and the decision to time the shape again (gauntlet.judge.timing.timed), which reads only the rounds. Only the
-attempt whose figure stands is spot-checked; a discarded attempt's workers let their buffers go (`drop`).
+What stays inside the turn alone: the rounds, with the outputs taken after each batch, and the decision to time the
+shape again (gauntlet.judge.timing.timed), which reads only the rounds. Only the attempt whose figure stands is
+checked; a discarded attempt's workers let their buffers go (`drop`).
 """
 from __future__ import annotations
 
@@ -35,11 +34,12 @@ from ...reasons import Reason
 
 
 def final_spots(schedule) -> None:
-    """The guaranteed spots from the last candidate batch's kept outputs (rounds cut short by the deadline may have
-    skipped a spot chosen by chance), each call picked with SystemRandom now, after the rounds."""
+    """The guaranteed spots from the last candidate batch's whole copies (`final`: picked with SystemRandom right
+    after its reply, before the worker ran again), up to SPOTS spots in all."""
+    final = list(getattr(schedule, "final", None) or range(schedule.calls))
     while len(schedule.spots) < min(SPOTS, schedule.calls) and not schedule.reasons:
         taken = {index for index, _, _ in schedule.spots}
-        index = schedule.rng.choice([i for i in range(schedule.calls) if i not in taken] or list(range(schedule.calls)))
+        index = schedule.rng.choice([i for i in final if i not in taken] or final)
         schedule.spots.append((index, *schedule._spot(index)))
 
 
@@ -72,6 +72,12 @@ class Pending:
             # The outside clock's proofs too: each long span's last output (gauntlet.judge.timing.outside).
             proofs = schedule.outside.get("proofs", [])
             reasons = _judge_spots(self.judge, self.spec, self.shape, schedule.spots + proofs, self.record)
+        outputs = getattr(schedule, "outputs", None)
+        if not reasons and outputs is not None:
+            with schedule.phases("output_checks"):       # every timed call's (gauntlet.judge.values.taken)
+                repro = lambda seed: fuzz.repro(self.record, self.spec, self.shape, seed)  # noqa: E731
+                reasons = _shared(self.judge, self.spec, self.shape, lambda: outputs.judge(repro))
+            self.entry["output_checks"] = outputs.summary()
         self.entry["phases_s"] = schedule.phases.record()
         ceilings = self.opts.peaks
         reasons += peaks.physics(self.entry, ceilings, peaks.remeasure(self.judge, self.spec) if ceilings else None)
@@ -81,20 +87,26 @@ class Pending:
     def drop(self) -> None:
         """The workers let the shape's timing buffers go (the kept outputs too) and both run again."""
         try:
-            self.schedule.end()
+            self.schedule.end()            # the judge's mapping of the worker's timing buffer goes first (bench)
         finally:
             if self.judge.device == "cuda":
                 torch.cuda.empty_cache()
 
 
 def _judge_spots(judge, spec, shape, spots, record) -> list[Reason]:
+    return _shared(judge, spec, shape, lambda: spot_checks(judge, spec, shape, spots, record))
+
+
+def _shared(judge, spec, shape, check) -> list[Reason]:
+    """check() run with the card shared, or alone where a full answer outgrows this judge's share or ran out of
+    memory beside other judges."""
     device = judge.device
     if device == "cuda" and not _fits_share(judge.problem, shape, spec):
         with turns.alone(device):
-            return spot_checks(judge, spec, shape, spots, record)
+            return check()
     try:
         with turns.sharing(device):
-            return spot_checks(judge, spec, shape, spots, record)
+            return check()
     except torch.OutOfMemoryError:
         if device != "cuda" or turns.others(device) == 0:
             raise
@@ -103,7 +115,7 @@ def _judge_spots(judge, spec, shape, spots, record) -> list[Reason]:
     torch.cuda.empty_cache()
     time.sleep(1.0)
     with turns.alone(device):
-        return spot_checks(judge, spec, shape, spots, record)
+        return check()
 
 
 def _fits_share(problem, shape, spec) -> bool:

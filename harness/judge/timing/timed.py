@@ -14,6 +14,7 @@ from . import peaks, scoring, spots, turns
 from .bench import PRECISION, BaselineFailed, Schedule, TimingRejected
 from .figures import Phases
 from ..values.oracle import expected_for
+from ..values.taken import TimedOutputs
 from ...reasons import Reason
 
 
@@ -229,6 +230,7 @@ def _time_shape_held(judge, spec, shape, opts, record):
             [Reason("crash", f"the judge ran out of GPU memory building {shape}'s answer while the candidate's "
                              "process held the card")], False, None
     request = {"shape": shape, "dtype": spec.name, "max_blob": replies.blob_cap(probe.oracle.numel())}
+    outputs = TimedOutputs(problem, spec, shape, probe, judge.device)     # every timed output, checked
     del probe
     if judge.device == "cuda":
         # The answer was built for its size (and to know the judge can build it) and is built again for the spot
@@ -238,7 +240,7 @@ def _time_shape_held(judge, spec, shape, opts, record):
         torch.cuda.empty_cache()
     schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
                         timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,
-                        custom=judge.custom, seed=record.seed or 0, phases=phases)
+                        custom=judge.custom, seed=record.seed or 0, phases=phases, outputs=outputs)
     try:
         schedule.run(opts.timing_budget_s)
     except TimingRejected as exc:
