@@ -123,12 +123,15 @@ def test_a_usage_error_stops_the_job_at_the_judge_step(tmp_path):
 
 
 SELFTEST = CHECKOUT / "examples" / "ci" / "gauntlet-selftest-gpu.yml"
+# Offline, the checkout is installed as `gauntlet` from what the runner has (no index, no build isolation) first.
+OFFLINE_INSTALL = 'python3 -m pip install -q --no-deps --no-build-isolation -e .'
 
 
 @pytest.mark.parametrize(("env", "cores", "want"), [
-    ({"GAUNTLET_OFFLINE": "1"}, 16, ['python3 -m pytest -n 14 --dist worksteal -m not serial',
+    ({"GAUNTLET_OFFLINE": "1"}, 16, [OFFLINE_INSTALL, 'python3 -m pytest -n 14 --dist worksteal -m not serial',
                                      'python3 -m pytest -m serial']),
-    ({"GAUNTLET_OFFLINE": "1", "GAUNTLET_WORKERS": "6"}, 16, ['python3 -m pytest -n 6 --dist worksteal -m not serial',
+    ({"GAUNTLET_OFFLINE": "1", "GAUNTLET_WORKERS": "6"}, 16, [OFFLINE_INSTALL,
+                                                              'python3 -m pytest -n 6 --dist worksteal -m not serial',
                                                               'python3 -m pytest -m serial']),
     ({}, 16, ['scripts/test.sh workers=14']),
     ({}, 2, ['scripts/test.sh workers=2']),
@@ -157,3 +160,4 @@ def test_the_selftest_workflow_runs_the_readme_s_suite(tmp_path, env, cores, wan
     assert log.read_text().splitlines() == want
     readme = (CHECKOUT / "README.md").read_text().replace("\n", " ")
     assert '`python -m pytest -n 14 --dist worksteal -m "not serial"` then `python -m pytest -m serial`' in readme
+    assert "`python -m pip install --no-deps --no-build-isolation -e .`" in readme

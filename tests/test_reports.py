@@ -395,3 +395,12 @@ def test_odd_numbers_from_older_or_damaged_files_still_render(tmp_path):
     doc["peaks"] = {"bfloat16": {"tflops": -1.0}, "copy_gbps": float("nan")}
     text, page = _page(tmp_path, doc)
     assert len(page.having("figure")) == 2 and "128x14336x4096" in text and "nan" not in text.lower()
+
+
+def test_a_problem_whose_every_timed_record_failed_still_renders(tmp_path):
+    """Real records (an H200, gemm_bias_gelu): both solutions failed after their timing, so the problem has a
+    roofline (their TFLOP/s) but no speedup chart (speedups rank passes only). The page shows what it has."""
+    from gauntlet.reports.leaderboard import build
+    build([str(Path(__file__).parent / "data" / "h200_timings_all_failed.json")], str(tmp_path))
+    html = (tmp_path / "leaderboard.html").read_text()
+    assert "chart-roofline" in html and "chart-speedup" not in html
