@@ -133,3 +133,37 @@ def test_a_new_task_that_outlives_the_call_is_named_and_an_idle_spinner_is_caugh
     done.append(1)
     stop.set()
     assert "ran while the worker's main thread waited" in found, found
+
+
+def test_a_group_holding_processes_gets_its_memory_controller_only_when_the_leaf_move_is_asked(tmp_path, monkeypatch):
+    """cgroup v2's "no internal processes": +memory in a group with processes in it is EBUSY. By default the record
+    says why and what to set; with GAUNTLET_CGROUP_LEAF=1 the group's processes move into a leaf first. A fake
+    group folder stands in for /sys/fs/cgroup's (its subtree_control refuses while cgroup.procs lists a pid)."""
+    import errno
+    group = tmp_path / "job"
+    group.mkdir()
+    (group / "cgroup.controllers").write_text("cpu memory pids\n")
+    (group / "cgroup.subtree_control").write_text("")
+    (group / "cgroup.procs").write_text("101\n102\n")
+    monkeypatch.setattr(cgroup, "_mounts", lambda: [str(tmp_path)])
+    monkeypatch.setattr(cgroup, "_own_group", lambda: "/job")
+    real_write = cgroup._write
+
+    def write(path, text):
+        if path.endswith("subtree_control") and (group / "cgroup.procs").read_text().split():
+            raise OSError(errno.EBUSY, "Device or resource busy")
+        if path.endswith("cgroup.procs") and "gauntlet-leaf" in path:        # the kernel moves the process
+            left = [p for p in (group / "cgroup.procs").read_text().split() if p != text]
+            (group / "cgroup.procs").write_text("\n".join(left))
+        real_write(path, text)
+    monkeypatch.setattr(cgroup, "_write", write)
+
+    monkeypatch.delenv("GAUNTLET_CGROUP_LEAF", raising=False)
+    folder, why = cgroup.parent()
+    assert folder is None and "GAUNTLET_CGROUP_LEAF=1" in why and "Device or resource busy" in why
+    assert (group / "cgroup.procs").read_text().split() == ["101", "102"]          # nothing moved uninvited
+    monkeypatch.setenv("GAUNTLET_CGROUP_LEAF", "1")
+    folder, why = cgroup.parent()
+    assert (folder, why) == (str(group), "")
+    assert (group / "gauntlet-leaf" / "cgroup.procs").read_text() == "102"          # the last pid written
+    assert (group / "cgroup.subtree_control").read_text() == "+memory"

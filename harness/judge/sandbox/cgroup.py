@@ -12,10 +12,17 @@ Where there is no writable cgroup v2 with the memory controller delegated (cgrou
 not delegate), the record says so (`memory_bound`) and the watchdog's look at resident sets, memfds and unlinked
 files is the only bound. Only the kernel's files under /sys/fs/cgroup are used: no dependency.
 
+cgroup v2 enables a controller for subgroups only in a group that holds no process itself ("no internal
+processes"), and a container's or a CI job's processes usually all sit in the one group they were given: enabling
+the memory controller there fails (EBUSY). With GAUNTLET_CGROUP_LEAF=1 the judge then moves every process of its
+group into one leaf subgroup (`gauntlet-leaf`) and enables the controller: what a container that owns its group
+does, and not done by default, since it moves processes that are not the judge's own (on a desk, a session's).
+
 May import: the standard library only.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 
@@ -77,12 +84,45 @@ def parent() -> tuple[str | None, str]:
         if not os.access(folder, os.W_OK):
             return None, "cgroup v2 with a memory controller, not writable by the judge"
         if "memory" not in _read(os.path.join(folder, "cgroup.subtree_control")).split():
-            try:
-                _write(os.path.join(folder, "cgroup.subtree_control"), "+memory")
-            except OSError as exc:
-                return None, f"the memory controller cannot be enabled for subgroups ({exc.strerror})"
+            why = _enable(folder)
+            if why:
+                return None, why
         return folder, ""
     return None, "this process's cgroup v2 folder was not found"
+
+
+LEAF = "gauntlet-leaf"
+LEAF_ENV = "GAUNTLET_CGROUP_LEAF"
+
+
+def _enable(folder: str) -> str:
+    """Enable the memory controller for `folder`'s subgroups: '' when done, else why not. Where the group holds
+    processes (EBUSY) and LEAF_ENV is 1, they are moved into the leaf first (a few tries: a process forked meanwhile
+    lands in the group again)."""
+    control = os.path.join(folder, "cgroup.subtree_control")
+    for _ in range(5):
+        try:
+            _write(control, "+memory")
+            return ""
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                return f"the memory controller cannot be enabled for subgroups ({exc.strerror})"
+            if os.environ.get(LEAF_ENV) != "1":
+                return (f"the memory controller cannot be enabled for subgroups ({exc.strerror}: the judge's cgroup "
+                        f"holds processes; {LEAF_ENV}=1 moves them into a leaf subgroup, as a container or CI job "
+                        "that owns its cgroup may)")
+            _move_into_leaf(folder)
+    return "the memory controller cannot be enabled for subgroups (processes kept arriving in the judge's cgroup)"
+
+
+def _move_into_leaf(folder: str) -> None:
+    leaf = os.path.join(folder, LEAF)
+    os.makedirs(leaf, exist_ok=True)
+    for pid in _read(os.path.join(folder, "cgroup.procs")).split():
+        try:
+            _write(os.path.join(leaf, "cgroup.procs"), pid)
+        except OSError:           # gone meanwhile, or a process the kernel will not move: the next try says so
+            pass
 
 
 class Group:
