@@ -44,19 +44,17 @@ class Task:
     def describe(self, cpu_ns: int | None = None) -> str:
         kind = "process" if self.tid == self.pid else f"thread of pid {self.pid}"
         ms = (self.cpu_ns if cpu_ns is None else cpu_ns) / 1e6
-        return f"tid {self.tid} ({kind}, comm {self.comm!r}, state {self.state}, {ms:.0f} ms runnable)"
+        return f"tid {self.tid} ({kind}, comm {self.comm!r}, state {self.state}, {ms:.0f} ms CPU)"
 
 
 def _cpu_ns(pid: int, tid: int, fields: list[str]) -> int:
-    """How long a task wanted a CPU: /proc/.../schedstat's time on a CPU plus its time waiting on a run queue
-    (nanoseconds), where the kernel keeps them, else utime + stime from stat (clock ticks, 10 ms). Runnable time, not
-    CPU time alone: a spinning thread is runnable for all of an idle interval however busy the host is (on a loaded
-    host it gets a fraction of a CPU, and its CPU time alone would hide under the share below), while a thread that
-    sleeps is neither."""
+    """On-CPU time of a task: /proc/.../schedstat's first field (nanoseconds) where the kernel keeps it, else
+    utime + stime from stat (clock ticks, 10 ms). Time on a CPU only, not the run-queue wait beside it: the kernel adds
+    a wait to that count when the task next gets a CPU, so a wait that built up during a call can land in the idle
+    interval after it, and an honest pool thread would read as busy while the worker waited."""
     try:
         with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
-            on_cpu, waiting = fh.read().split()[:2]
-            return int(on_cpu) + int(waiting)
+            return int(fh.read().split()[0])
     except (OSError, ValueError, IndexError):
         return (int(fields[11]) + int(fields[12])) * TICK_NS
 
@@ -133,7 +131,7 @@ class TaskWatch:
                 and ns >= IDLE_MIN_MS * 1e6 and ns >= IDLE_SHARE * self.idle_wall_ns and tid in now]
         if busy:
             self.reported.update(tid for tid, _ in busy)
-            found.append(f"{len(busy)} thread(s) ran while the worker's main thread waited for the next request "
+            found.append(f"{len(busy)} thread(s) used CPU while the worker's main thread waited for the next request "
                          f"({self.idle_wall_ns / 1e6:.0f} ms of waiting), seen in /proc by the judge: "
                          + ", ".join(now[tid].describe(ns) + self._origin(tid) for tid, ns in busy[:5]))
         return "; ".join(found)
