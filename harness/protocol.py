@@ -86,9 +86,9 @@ PAGE_LOCKED_MAX = 1 << 30     # the largest blob taken into page-locked memory (
 
 def _page_locked_buffer(n: int):
     """Writable room for a blob in page-locked memory from torch's caching host allocator, where this process has
-    CUDA running (the judge on a GPU), or None. On an H100's host, copying a 235 MB output out of the area into fresh
-    pageable memory took 245 ms (page faults) and putting it on the GPU 37 ms more; into a page-locked block used
-    before, 27 ms and 5 ms. Blobs over PAGE_LOCKED_MAX stay pageable: the cache keeps what it pins."""
+    CUDA running (the judge on a GPU), or None. Fresh pageable memory faults in every page of a large output, and a
+    copy from it to the GPU is staged; a page-locked block used before costs neither (docs/benchmarks.md, "Figures
+    moved from docstrings"). Blobs over PAGE_LOCKED_MAX stay pageable: the cache keeps what it pins."""
     torch = sys.modules.get("torch")
     if torch is None or not AREA_MIN <= n <= PAGE_LOCKED_MAX or not torch.cuda.is_initialized():
         return None
@@ -98,9 +98,8 @@ def _page_locked_buffer(n: int):
 
 def _onto_device(mapping, offset: int, n: int, device: str | None):
     """The blob copied from the area straight onto a CUDA `device`, as a uint8 tensor there (one copy, which the
-    driver stages itself), or None (no CUDA device asked for, none running, or a small blob). For a spot-checked
-    224 MiB output on an H100's host this skips pinning a new host block per output size (0.12 s each) and the copy
-    into it. The copy is taken before anything reads it, as for a host blob: bytes the worker writes there later
+    driver stages itself), or None (no CUDA device asked for, none running, or a small blob). For a large
+    spot-checked output this skips pinning a new host block per output size, which is slow, and the copy into it. The copy is taken before anything reads it, as for a host blob: bytes the worker writes there later
     change nothing. The judge's mapping of the area is read-only: torch warns that the buffer is not writable, and
     nothing writes through the view, which goes with this call."""
     torch = sys.modules.get("torch")
@@ -206,8 +205,8 @@ AREA_SIZE = MAX_BLOB        # address space only: pages are committed as the wor
 class Area:
     """A file in shared memory (memfd) that the judge creates, sizes and seals before the worker starts, and the
     worker inherits: large blobs (outputs of correctness calls, spot-checked timed outputs) go through it instead of
-    the pipe. A 235 MB output crossed the 1 MiB pipe in 290 to 510 ms on an H100's host; written here and copied
-    out it costs two memory copies.
+    the pipe. A pipe moves a large output a megabyte at a time with a context switch for each; written here and
+    copied out it costs two memory copies.
 
     Why it is safe with candidate code in the worker: the file's size is sealed (F_SEAL_SHRINK, F_SEAL_GROW, then
     F_SEAL_SEAL, all before the worker exists), so nothing the worker does can make the judge's read of it fault
@@ -278,8 +277,8 @@ class Area:
 def tensor_to_wire(t) -> tuple[dict, bytes]:
     """Metadata and the contiguous bytes of a tensor, copied to the host. A GPU tensor lands in page-locked memory
     from torch's caching host allocator: a freed block is used again by the next reply, so a large output does
-    not first fault in fresh pages (measured on an H100 for 224 MiB: 163 ms into fresh pageable memory, 4 ms into
-    a page-locked block already there; spots of timed calls and correctness outputs cross this way every call)."""
+    not first fault in fresh pages, which costs far more than the copy itself (spots of timed calls and
+    correctness outputs cross this way every call)."""
     import torch
     host = _page_locked_copy(t) if t.is_cuda else None
     if host is None:
@@ -330,8 +329,7 @@ def digest(x) -> str:
 
     A CUDA tensor is folded on its own device (`fold`), not copied to the host and hashed there: both the worker and
     the judge digest every input of every correctness call, and for grouped_gemm_moe (GB-sized inputs) the two
-    copies and sha256 passes were most of a dtype's correctness time on an H200 (with the fold, its calls' request
-    and check fell from 30.6 to 6.9 s, README). The fold is a sum over mixed (position, value) words, not a
+    copies and sha256 passes would be most of a dtype's correctness time (docs/benchmarks.md). The fold is a sum over mixed (position, value) words, not a
     cryptographic hash: an accidental or careless change of an input goes unseen only by a 64-bit coincidence per
     lane, and a crafted collision is no threat worth a stronger hash, since a candidate that wants to hide a change
     can forge its digest in its own process with either hash (README, threat model)."""

@@ -147,8 +147,8 @@ def static_lookup(owner, attr):
     metaclass (which Python's lookup prefers, and inspect.getattr_static does not look for: a candidate setting
     one on a Python metaclass would change what the attribute returns unseen), else the first class of its MRO
     that has it. Anything else (a module whose class was swapped, an instance) goes to getattr_static. Every request
-    checks the watch (about 1,100 names): getattr_static for all of them made that 3.1 ms a request on the CPU
-    machine; this, 0.9 ms."""
+    checks the watch (about 1,100 names), and getattr_static for all of them costs several times what this does
+    (docs/benchmarks.md)."""
     if type(owner) is types.ModuleType:
         return owner.__dict__.get(attr)
     if isinstance(owner, type):
@@ -266,7 +266,7 @@ _L2_BASELINE: list[int] = []
 
 
 def remember_l2_baseline() -> None:
-    """The carve-out in force before any candidate code ran (not always 0: seen 11.25 MiB on an H200 image)."""
+    """The carve-out in force before any candidate code ran (not always 0: a machine image may set one)."""
     if not _L2_BASELINE:
         _L2_BASELINE.append(persisting_l2_bytes())
 

@@ -35,18 +35,16 @@ class CallProfiler:
 
     On the GPU it records GPU activity only (kernels, copies and sets, on every stream, from every thread: CUPTI
     sees the whole process). The verdict there rests on kernels alone (gauntlet.judge.process.kernels), and recording
-    every aten op on every thread costs the host time inside the measured window: measured on an H100 (2026-11-26,
-    one process, the harness's timing loop), grouped_gemm_moe's cublas_loop (32 torch.mm launches after a host
-    sync, a host-bound call) read 2.30 ms at the median with aten ops recorded, 1.70 ms with GPU activity only and
-    1.65 ms with no profiler at all; GPU-bound calls read the same in all three (cuBLAS and a Triton GEMM at
-    4096^3, torch._grouped_mm). On the CPU the aten ops are the verdict (the allowlist, the Triton interpreter's
+    every aten op on every thread costs the host time inside the measured window: a host-bound call (many launches
+    after a host sync) reads markedly slower with aten ops recorded, while recording GPU activity alone costs it
+    little and a GPU-bound call reads the same either way (docs/benchmarks.md). On the CPU the aten ops are the verdict (the allowlist, the Triton interpreter's
     launches), so there it records them, on every thread."""
 
     def __init__(self, device: str):
         # torch's profiler as torch.profiler.profile builds it (use_kineto, and the activities as use_cpu and
         # use_device), without that wrapper: its start asks hasattr(torch, "_inductor"), which imports
-        # torch._inductor (a second of pure imports on an H100 host, in every worker's start-up, before its first
-        # call could be profiled), to read one inductor setting that only matters for CUDA graphs under CUDA < 12.6.
+        # torch._inductor (a long chain of pure imports, in every worker's start-up, before its first call could
+        # be profiled), to read one inductor setting that only matters for CUDA graphs under CUDA < 12.6.
         self.cuda = device == "cuda"
         if self.cuda:
             self.prof = autograd_profiler.profile(use_cpu=False, use_device="cuda", use_kineto=True)

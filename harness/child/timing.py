@@ -38,7 +38,7 @@ from ..gpu import HOLD_MIN_MS, Flusher, begin, hold, mark, prime, snapshot
 from ..protocol import picked
 
 # A warm-up pass whose last call took this long ends the warm-up: its compiling is done (the pass's first call did
-# it), and each further pass only costs the card (gemm's naive fp32 kernel: 2.2 s a call at 8192^3 on an H200).
+# it), and each further pass only costs the card (a naive kernel at the largest shapes takes seconds a call).
 WARM_SLOW_MS = 100.0
 PROBE_HOLD_MS = HOLD_MIN_MS * 4    # the hold of the three probe calls every side's warm-up ends with
 # The second probe's hold (`warm`: a call that waits for the GPU): this much past 1.5 times the longest launch seen,
@@ -114,9 +114,8 @@ class Bench:
         time and the longest host launch time of three held calls, and, where that launch took half the hold or
         more, `waits_for_gpu`: whether three calls behind a hold well past that launch time all returned after the
         hold had run out (a call that syncs with the GPU, as grouped_gemm_moe's cublas_loop reads its offsets back
-        to the host, returns only then, however long the hold; comparing launch times under two holds was tried
-        first, and on an H100 the host's own jitter (cuBLAS choosing kernels for new expert sizes) hid the
-        difference in 2 of 6 shapes). `probe_waits=False` (the candidate's worker: the judge sizes the hold from
+        to the host, returns only then, however long the hold; launch times under two holds cannot tell: the
+        host's own jitter, as cuBLAS chooses kernels for new expert sizes, can hide the difference). `probe_waits=False` (the candidate's worker: the judge sizes the hold from
         the baselines alone) skips that second probe."""
         for _ in range(self.rng.randint(1, 3)):
             for args in self.sets:

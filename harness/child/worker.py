@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
         protocol.send(resp_fd, header, blobs, area=area)
         # Let go of the reply before the next request: a blob copied off the GPU is a page-locked block of torch's
         # caching host allocator, which the next output of its size then takes again instead of pinning a new one
-        # (measured on an H100: 0.12 s for each 224 MiB spot-checked output while the last reply was still held).
+        # (slow for a large spot-checked output: gauntlet.protocol.tensor_to_wire).
         del header, blobs
 
 
@@ -229,7 +229,7 @@ class Session:
         background = guard.background_work(threads)
         if straggler_ms > STRAGGLER_LIMIT_MS:
             # The host's clock found the device-wide sync slow; a host that preempted this thread makes it so too
-            # (attn_scores/triton_gqa, one kernel on one stream, read 4.1 ms on an H200 host busy with four judges):
+            # (an honest one-kernel call on a host busy with other judges can read several ms past its limit):
             # the GPU's own timeline of the call decides how long its work ran past the end marker.
             from .profiling import gpu_work_after
             from ..gpu import MARK_KERNEL
@@ -382,8 +382,8 @@ STRAGGLER_LIMIT_MS = 1.0      # set once by main(); a module global, so the tamp
 def _straggler_limit_ms() -> float:
     """How long the device-wide sync after solve may take before the work it waited for counts as left behind.
     1 ms alone on a GPU. Judges sharing one GPU (GAUNTLET_JUDGES_PER_GPU, set by the user for the parent and
-    inherited here) are time-sliced by the driver, a slice being about 2 ms: measured on an H100 with 6 judges,
-    honest calls waited 1.1-3.2 ms. There the limit grows by 2.5 ms per other judge, and leftover work shorter than
+    inherited here) are time-sliced by the driver, a slice being about 2 ms, so an honest call may wait for another
+    judge's slice or more (docs/benchmarks.md). There the limit grows by 2.5 ms per other judge, and leftover work shorter than
     that goes unseen: run alone for a verdict that must catch it. Read once, at start-up, before any candidate
     code runs (the candidate's process could set the variable); the tamper watch covers the global it lands in."""
     from .. import gpu
