@@ -97,11 +97,12 @@ def _page_locked_buffer(n: int):
 
 
 def _onto_device(mapping, offset: int, n: int, device: str | None):
-    """The blob copied from the area straight onto a CUDA `device`, as a uint8 tensor there (one copy, which the
-    driver stages itself), or None (no CUDA device asked for, none running, or a small blob). For a large
-    spot-checked output this skips pinning a new host block per output size, which is slow, and the copy into it. The copy is taken before anything reads it, as for a host blob: bytes the worker writes there later
-    change nothing. The judge's mapping of the area is read-only: torch warns that the buffer is not writable, and
-    nothing writes through the view, which goes with this call."""
+    """The blob copied from the area straight onto a CUDA `device`, as a uint8 tensor there (one copy, which the driver
+    stages itself), or None (no CUDA device asked for, none running, or a small blob). For a large spot-checked output
+    this skips pinning a new host block per output size, which is slow, and the copy into it. The copy is taken before
+    anything reads it, as for a host blob: bytes the worker writes there later change nothing. The judge's mapping of
+    the area is read-only: torch warns that the buffer is not writable, and nothing writes through the view, which goes
+    with this call."""
     torch = sys.modules.get("torch")
     if device is None or not str(device).startswith("cuda") or torch is None or n < AREA_MIN \
             or not torch.cuda.is_initialized():
@@ -327,12 +328,12 @@ def digest(x) -> str:
     """A content hash of an input, to compare with the parent's pristine copy after the call (both sides compute it
     the same way: on the GPU for a CUDA tensor, sha256 of its bytes otherwise).
 
-    A CUDA tensor is folded on its own device (`fold`), not copied to the host and hashed there: both the worker and
-    the judge digest every input of every correctness call, and for grouped_gemm_moe (GB-sized inputs) the two
-    copies and sha256 passes would be most of a dtype's correctness time (docs/benchmarks.md). The fold is a sum over mixed (position, value) words, not a
-    cryptographic hash: an accidental or careless change of an input goes unseen only by a 64-bit coincidence per
-    lane, and a crafted collision is no threat worth a stronger hash, since a candidate that wants to hide a change
-    can forge its digest in its own process with either hash (README, threat model)."""
+    A CUDA tensor is folded on its own device (`fold`), not copied to the host and hashed there: both the worker and the
+    judge digest every input of every correctness call, and for grouped_gemm_moe (GB-sized inputs) the two copies and
+    sha256 passes would be most of a dtype's correctness time (docs/benchmarks.md). The fold is a sum over mixed
+    (position, value) words, not a cryptographic hash: an accidental or careless change of an input goes unseen only by
+    a 64-bit coincidence per lane, and a crafted collision is no threat worth a stronger hash, since a candidate that
+    wants to hide a change can forge its digest in its own process with either hash (README, threat model)."""
     import torch
     if not isinstance(x, torch.Tensor):
         return hashlib.sha256(repr(x).encode()).hexdigest()

@@ -72,8 +72,8 @@ def _watched_objects():
 
 
 HARNESS_MODULES = ("backends", "discover", "formats", "gpu", "inputs", "problem", "protocol", "reasons",
-                   "child.adapters", "child.guard", "child.integrity", "child.launches", "child.profiling", "child.state",
-                   "child.timing", "child.worker")
+                   "child.adapters", "child.guard", "child.integrity", "child.launches", "child.profiling",
+                   "child.state", "child.timing", "child.worker")
 
 
 def import_harness() -> None:

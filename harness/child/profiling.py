@@ -33,12 +33,12 @@ def _config():
 class CallProfiler:
     """One profiler session around one call.
 
-    On the GPU it records GPU activity only (kernels, copies and sets, on every stream, from every thread: CUPTI
-    sees the whole process). The verdict there rests on kernels alone (gauntlet.judge.process.kernels), and recording
-    every aten op on every thread costs the host time inside the measured window: a host-bound call (many launches
-    after a host sync) reads markedly slower with aten ops recorded, while recording GPU activity alone costs it
-    little and a GPU-bound call reads the same either way (docs/benchmarks.md). On the CPU the aten ops are the verdict (the allowlist, the Triton interpreter's
-    launches), so there it records them, on every thread."""
+    On the GPU it records GPU activity only (kernels, copies and sets, on every stream, from every thread: CUPTI sees
+    the whole process). The verdict there rests on kernels alone (gauntlet.judge.process.kernels), and recording every
+    aten op on every thread costs the host time inside the measured window: a host-bound call (many launches after a
+    host sync) reads markedly slower with aten ops recorded, while recording GPU activity alone costs it little and a
+    GPU-bound call reads the same either way (docs/benchmarks.md). On the CPU the aten ops are the verdict (the
+    allowlist, the Triton interpreter's launches), so there it records them, on every thread."""
 
     def __init__(self, device: str):
         # torch's profiler as torch.profiler.profile builds it (use_kineto, and the activities as use_cpu and

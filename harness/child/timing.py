@@ -13,15 +13,15 @@ same method at every size: no threshold for a shape to straddle. Correctness cal
 go through the same `held_call`, with their inputs' version counters settled the same way (`settle`), so a
 candidate cannot tell the two apart by the stream, the hold or its inputs' counters.
 
-Every call runs inside the profiler (gauntlet.child.profiling), so the parent sees which kernels each timed call
-ran, and when: the hold and the end marker bound the window, and a kernel outside it is `tampering`
-(gauntlet.judge.timing.window). Every output of a batch stays alive until the batch ends, on both sides (so the allocator
-behaves the same); then it is poisoned and freed. What the parent may check is the output's snapshot, copied on the
-caller's stream right after the end event (gauntlet.gpu.snapshot): work that completes an output later (from a
-thread, a signal handler, the next request) cannot change it. At the batch's end the candidate's snapshots are
-written into a buffer the judge maps through CUDA IPC (gauntlet.handoff: slot k), which the judge reads right after
-the reply, before the worker runs again: every output is checked, and no later request says which
-(gauntlet.judge.values.taken). Where there is no such buffer, they go in the reply.
+Every call runs inside the profiler (gauntlet.child.profiling), so the parent sees which kernels each timed call ran,
+and when: the hold and the end marker bound the window, and a kernel outside it is `tampering`
+(gauntlet.judge.timing.window). Every output of a batch stays alive until the batch ends, on both sides (so the
+allocator behaves the same); then it is poisoned and freed. What the parent may check is the output's snapshot, copied
+on the caller's stream right after the end event (gauntlet.gpu.snapshot): work that completes an output later (from a
+thread, a signal handler, the next request) cannot change it. At the batch's end the candidate's snapshots are written
+into a buffer the judge maps through CUDA IPC (gauntlet.handoff: slot k), which the judge reads right after the reply,
+before the worker runs again: every output is checked, and no later request says which (gauntlet.judge.values.taken).
+Where there is no such buffer, they go in the reply.
 """
 from __future__ import annotations
 
@@ -109,13 +109,13 @@ class Bench:
         return seed
 
     def warm(self, probe_waits: bool = True) -> dict:
-        """Compilation, caches, handles: a varying number of untimed calls (one pass over the sets where a call
-        takes WARM_SLOW_MS or more). Returns the probe: the median GPU
-        time and the longest host launch time of three held calls, and, where that launch took half the hold or
-        more, `waits_for_gpu`: whether three calls behind a hold well past that launch time all returned after the
-        hold had run out (a call that syncs with the GPU, as grouped_gemm_moe's cublas_loop reads its offsets back
-        to the host, returns only then, however long the hold; launch times under two holds cannot tell: the
-        host's own jitter, as cuBLAS chooses kernels for new expert sizes, can hide the difference). `probe_waits=False` (the candidate's worker: the judge sizes the hold from
+        """Compilation, caches, handles: a varying number of untimed calls (one pass over the sets where a call takes
+        WARM_SLOW_MS or more). Returns the probe: the median GPU time and the longest host launch time of three held
+        calls, and, where that launch took half the hold or more, `waits_for_gpu`: whether three calls behind a hold
+        well past that launch time all returned after the hold had run out (a call that syncs with the GPU, as
+        grouped_gemm_moe's cublas_loop reads its offsets back to the host, returns only then, however long the hold;
+        launch times under two holds cannot tell: the host's own jitter, as cuBLAS chooses kernels for new expert sizes,
+        can hide the difference). `probe_waits=False` (the candidate's worker: the judge sizes the hold from
         the baselines alone) skips that second probe."""
         for _ in range(self.rng.randint(1, 3)):
             for args in self.sets:

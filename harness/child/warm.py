@@ -11,8 +11,9 @@ import sysconfig
 # What a worker imports before any candidate code, besides the harness.
 PACKAGES = ("torch", "triton", "triton.experimental.gluon", "numpy", "cupy", "cutlass", "hypothesis", "yaml")
 # Compiled in parallel first (GAUNTLET_WARM_WORKERS > 1), whole: the imports below are one chain, one module at a time,
-# and on a cold cache most of their time is compiling source (many seconds, while a `run`'s judges wait for it). These folders hold nearly all of what the chain imports; what they hold beyond it costs
-# CPU the host has spare, not time. Test folders are left out.
+# and on a cold cache most of their time is compiling source (many seconds, while a `run`'s judges wait for it). These
+# folders hold nearly all of what the chain imports; what they hold beyond it costs CPU the host has spare, not time.
+# Test folders are left out.
 PRECOMPILE = ("torch", "triton", "sympy", "mpmath", "numpy", "cupy", "cutlass", "hypothesis", "yaml", "jinja2",
               "gauntlet")
 SKIP = re.compile(r"[\\/](tests?|idlelib|tkinter|turtledemo|ensurepip|lib2to3|site-packages|dist-packages)[\\/]")

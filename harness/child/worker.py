@@ -3,13 +3,14 @@ runs calls on request. It judges nothing.
 
 Started by gauntlet.judge.process.isolate as `python -m gauntlet.child.worker REQ_FD RESP_FD ROLE PROBLEM_DIR
 SOLUTION_PATH BACKEND DEVICE BASELINES_JSON GATE FORMAT`, with stdout/stderr sent to a log file. FORMAT is the candidate
-file's (native, kernelbench or gpumode): a file of another format is wrapped into `solve` here (gauntlet.child.adapters),
-and everything after that is the same. The problem and its baselines come as the files the parent resolved (a folder,
-and {label: file}), never as names to look up again: the worker judges against exactly what the parent loaded, wherever
-it lives (a user's project, a checkout, site-packages). The baseline worker never imports candidate code, so nothing a
-candidate does to its own process (patched functions, environment, torch switches, threads) reaches the baselines'
-times. For each request the worker regenerates inputs from the seed it is given, calls, and sends back output bytes plus
-what it observed (the profiler's kernels and ops, state changes, threads). The parent computes every verdict.
+file's (native, kernelbench or gpumode): a file of another format is wrapped into `solve` here
+(gauntlet.child.adapters), and everything after that is the same. The problem and its baselines come as the files the
+parent resolved (a folder, and {label: file}), never as names to look up again: the worker judges against exactly what
+the parent loaded, wherever it lives (a user's project, a checkout, site-packages). The baseline worker never imports
+candidate code, so nothing a candidate does to its own process (patched functions, environment, torch switches, threads)
+reaches the baselines' times. For each request the worker regenerates inputs from the seed it is given, calls, and sends
+back output bytes plus what it observed (the profiler's kernels and ops, state changes, threads). The parent computes
+every verdict.
 """
 from __future__ import annotations
 
@@ -380,12 +381,12 @@ STRAGGLER_LIMIT_MS = 1.0      # set once by main(); a module global, so the tamp
 
 
 def _straggler_limit_ms() -> float:
-    """How long the device-wide sync after solve may take before the work it waited for counts as left behind.
-    1 ms alone on a GPU. Judges sharing one GPU (GAUNTLET_JUDGES_PER_GPU, set by the user for the parent and
-    inherited here) are time-sliced by the driver, a slice being about 2 ms, so an honest call may wait for another
-    judge's slice or more (docs/benchmarks.md). There the limit grows by 2.5 ms per other judge, and leftover work shorter than
-    that goes unseen: run alone for a verdict that must catch it. Read once, at start-up, before any candidate
-    code runs (the candidate's process could set the variable); the tamper watch covers the global it lands in."""
+    """How long the device-wide sync after solve may take before the work it waited for counts as left behind. 1 ms
+    alone on a GPU. Judges sharing one GPU (GAUNTLET_JUDGES_PER_GPU, set by the user for the parent and inherited here)
+    are time-sliced by the driver, a slice being about 2 ms, so an honest call may wait for another judge's slice or
+    more (docs/benchmarks.md). There the limit grows by 2.5 ms per other judge, and leftover work shorter than that goes
+    unseen: run alone for a verdict that must catch it. Read once, at start-up, before any candidate code runs (the
+    candidate's process could set the variable); the tamper watch covers the global it lands in."""
     from .. import gpu
     try:
         share = gpu.judges_per_gpu()
