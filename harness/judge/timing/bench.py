@@ -44,26 +44,26 @@ from ...reasons import Reason
 
 HOLD_CAP_MS = 50.0          # the most a baseline's slow host launch can lengthen the hold (the candidate's never does)
 CALLS_PER_BATCH = 5
-# A shape whose MIN_ROUNDS alone would overrun its budget (gemm's naive fp32 kernel: 2.2 s a call at 8192^3 on an H200,
-# 50 s on the card, 35 s of it 8 rounds, for 0.01x) stops at the budget after FLOOR_ROUNDS, with the interval they give.
+# A shape whose MIN_ROUNDS alone would overrun its budget (a naive kernel at the largest shapes: seconds a call, most of
+# a minute on the card for a figure far below 1x) stops at the budget after FLOOR_ROUNDS, with the interval they give.
 MIN_ROUNDS, MAX_ROUNDS, FLOOR_ROUNDS = 8, 40, 3
 # Timing stops once every baseline's paired ratio is known to within this (the half-width of a robust interval on
-# the rounds' log ratios, relative: scoring.round_ratio_halfwidth), or at MAX_ROUNDS / the shape's budget; 40 rounds
-# were always run before. The reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR): from the rounds run.
+# the rounds' log ratios, relative: scoring.round_ratio_halfwidth), or at MAX_ROUNDS / the shape's budget, so a steady
+# pair stops early. The reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR): from the rounds run.
 PRECISION = 0.0075
 BOOTSTRAP_PRECISION = 0.015  # and the reported (bootstrap) interval, before its systematic floor, within +-1.5%
 # A baseline whose calls wait for the GPU (a host sync inside the call: `waits_for_gpu`) is timed through its host
-# launches, whose jitter no number of rounds removes (grouped_gemm_moe's cublas_loop: its calls vary by about 35%, p90
-# over p10, on an H100; asked for the precision above, or for 0.03 or 0.05, its shapes still ran all 40 rounds, to
-# intervals of +-4% to +-10%). So it does not hold the timing: it is timed for the rounds the other baselines need
+# launches, whose jitter no number of rounds removes (grouped_gemm_moe's cublas_loop: asked for the precision above,
+# or one several times looser, its shapes run all MAX_ROUNDS and still end with wide intervals: docs/benchmarks.md).
+# So it does not hold the timing: it is timed for the rounds the other baselines need
 # (MIN_ROUNDS at least), and its interval is the one those rounds give, reported as it is. Only where every baseline
 # waits is it asked for these.
 WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION = 0.05, 0.10
 SPOTS = 2                   # at least this many fully checked timed calls per shape (every call gets values.sampled's)
-# Each candidate batch also gets a full check with this chance. One in 16: a full check costs 0.3 s at 8192^2 (H100).
+# Each candidate batch also gets a full check with this chance. One in 16: a full check of a large output is slow.
 SPOT_CHANCE = 1 / 16
-# A flush slower than this marks a baseline batch as disturbed. With an honest, stopped candidate an H100 showed slow
-# flushes of 0.17 to 0.58 ms (0.035 ms idle) in up to 3 of 9 batches: so the slack is 1 ms (a time slice given to
+# A flush slower than this marks a baseline batch as disturbed. With an honest, stopped candidate a few batches still
+# see flushes several times the idle one, all under a millisecond: so the slack is 1 ms (a time slice given to
 # another context is longer), and a baseline is ruled disturbed only when at least QUIET_SHARE of its batches are.
 QUIET_FACTOR, QUIET_SLACK_MS, QUIET_SHARE, QUIET_MIN = 2.0, 1.0, 0.25, 3
 
@@ -160,8 +160,8 @@ class Schedule:
         sides = ["candidate"] + [label for label in self.labels if label in probes]
         baselines = [s for s in sides if s != "candidate"]
         # A baseline whose call waits for the GPU (probe `waits_for_gpu`) returns only after the hold has run out,
-        # whatever its length: a hold sized to its launch buys nothing and costs every side's every call (on an
-        # H100, grouped_gemm_moe's cublas_loop set a 22.9 ms hold for a 1.4 ms candidate call).
+        # whatever its length: a hold sized to its launch buys nothing and costs every side's every call (for
+        # grouped_gemm_moe's cublas_loop it would be many times the candidate's call).
         self.waits = {s for s in baselines if probes[s].get("waits_for_gpu")}
         launches = [1.5 * probes[s]["host_ms"] + 0.2 for s in baselines if s not in self.waits]
         hold_ms = min(HOLD_CAP_MS, max([HOLD_MS] + launches))
@@ -192,8 +192,8 @@ class Schedule:
         """Whether every baseline's speedup (every one whose calls do not wait for the GPU, where there is one) is
         known to within PRECISION (scoring.round_ratio_halfwidth; WAIT_PRECISION for one that waits), and the
         figure the record reports (the ratio of the pooled medians) agrees with the rounds' centre to within it as
-        well: on an H100 whose first minutes were disturbed, the rounds' centre settled after 9 rounds while the
-        pooled ratio, pulled by a third of the baseline's calls running slow, read 1.16 for a 0.96 kernel."""
+        well: where the first rounds are disturbed, the rounds' centre settles while the pooled ratio, pulled by the
+        baseline's slow calls, can still be far off (docs/benchmarks.md)."""
         cand = {r["round"]: r["ms"] for r in self.samples.get("candidate", [])}
         for label in [b for b in baselines if b not in self.waits] or baselines:
             base = {r["round"]: r["ms"] for r in self.samples.get(label, [])}
@@ -203,11 +203,10 @@ class Schedule:
                 return False
             if abs(scoring.pooled_vs_rounds(base, cand)) > precision:
                 return False
-            # And the interval the record will report is narrow: on the H100, a first shape that stopped at 11
-            # rounds reported [0.961, 2.14] for a 0.968 speedup (a few disturbed rounds, resampled).
-            # A cheap draw first; then the reported one itself (its seed and size: a bootstrap of medians over few
-            # rounds can be bimodal, and on the H100 a stop passed by the cheap draw still reported [0.960, 1.094]
-            # for 0.965, and [0.994, 1.417] for cuBLAS against itself).
+            # And the interval the record will report is narrow: a few disturbed rounds, resampled, can widen it far
+            # past the rounds' own half-width. A cheap draw first; then the reported one itself (its seed and size:
+            # a bootstrap of medians over few rounds can be bimodal, so a stop the cheap draw passes can still report
+            # a wide interval; docs/benchmarks.md).
             ratio = scoring.pooled_ratio(base, cand)
             for seed, n in ((len(cand), 400), (self.seed, scoring.BOOTSTRAP_N)):
                 low, high = scoring.paired_speedup_ci(base, cand, seed=seed, n=n, floor=0.0)

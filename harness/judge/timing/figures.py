@@ -14,9 +14,9 @@ from .starved import starved_flags, starved_shift, starved_where
 from ...reasons import Reason
 
 # The second clock's tolerance. Per call the parent also sees refill, flush, hold and a profiler session start and
-# stop: 4.8 ms per call in-process at 4096^3 on an H100 (1.9 ms without the profiler). Seen from the parent, less the
-# empty batch, that overhead was 3.8 to 6.9 ms per call, and two workers running the same code differed by up to
-# 1.54x (6.05 against 3.93 ms). So a candidate's overhead may be up to twice its baseline's plus 1 ms: the clock
+# stop: milliseconds a call, most of it the profiler's, and seen from the parent (less the empty batch) that overhead
+# varies from call to call and between two workers running the same code by up to about half again
+# (docs/benchmarks.md). So a candidate's overhead may be up to twice its baseline's plus 1 ms: the clock
 # bounds gross under-reporting only (see README, threat model).
 CLOCK_SLACK_MS, CLOCK_OVERHEAD_FACTOR, CLOCK_FRACTION = 1.0, 2.0, 0.10
 
@@ -62,10 +62,9 @@ class Phases:
     the timed batches, as the parent waits for them; `stop`, stopping the other worker first, is part of both),
     `checks` (the parent's reading of each reply: windows, kernels, the quiet check), `stopping_rule`, `take outputs`
     (every candidate batch's outputs read by the judge, gauntlet.judge.values.taken), `end`, and, from
-    gauntlet.judge.timing.timed, `expected` (the shape's answer), `spot_checks` and `output_checks`. Issue 17: a shape
-    timed alone took 1.6 to 2.8 s on an H100 where its timed calls summed to a fraction of that, and nothing said
-    where the rest went. `end`, `spot_checks` and `output_checks` come after the card's turn alone
-    (gauntlet.judge.timing.spots): the entry's `alone` span does not hold them."""
+    gauntlet.judge.timing.timed, `expected` (the shape's answer), `spot_checks` and `output_checks`. A shape's timed
+    calls sum to a fraction of its wall time: these say where the rest goes. `end`, `spot_checks` and `output_checks`
+    come after the card's turn alone (gauntlet.judge.timing.spots): the entry's `alone` span does not hold them."""
 
     def __init__(self):
         self.spent = defaultdict(float)

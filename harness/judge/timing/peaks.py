@@ -12,9 +12,9 @@ from ..process import cache
 from ...reasons import Reason
 
 # A custom kernel can beat cuBLAS, but not the hardware: allow this much above the ceilings measured in the run
-# (H100/H200 dense bf16 datasheet ~990 TFLOP/s vs ~780 measured: 1.27x; copy reaches ~90% of HBM bandwidth).
+# (cuBLAS bf16 runs well below the datasheet's dense rate, ~990 TFLOP/s on H100/H200; copy, ~90% of HBM bandwidth).
 ROOFLINE_MARGIN = {"tflops": 1.5, "gbps": 1.3}
-STORE = "peaks.json"      # in the judge's cache folder (gauntlet.judge.process.cache): per card, ceilings and idle flush
+STORE = "peaks.json"     # in the judge's cache folder (gauntlet.judge.process.cache): per card, ceilings and idle flush
 
 
 def measure_peaks(device, dtypes: dict) -> dict:
@@ -78,9 +78,9 @@ def _int_mm_tops(device, n: int, flush) -> float:
 
 def _int8_peak(device, n, flush) -> dict | None:
     """The int8 ceiling: the better of cuBLASLt's int8 rate (torch._int_mm in its fast layout, B column-major) and
-    twice cuBLAS's bf16 rate. cuBLASLt's int8 alone reaches about half of what the tensor cores do: on an H100 it
-    ran 864 to 980 TOPS against a datasheet's ~1979 dense, and an exact int8 kernel of our own (int8_gemm/
-    cupy_wgmma, 1520 to 1584 TOPS) was refused as faster than the hardware. On Ampere and Hopper the tensor cores'
+    twice cuBLAS's bf16 rate. cuBLASLt's int8 alone reaches about half of what the tensor cores do, so an honest
+    exact int8 kernel (int8_gemm/cupy_wgmma) runs well past it: with it alone as the ceiling, that kernel would be
+    refused as faster than the hardware (docs/benchmarks.md). On Ampere and Hopper the tensor cores'
     dense int8 rate is twice their bf16 rate (A100 624 vs 312, H100 1979 vs 989 on the datasheets), which the
     measured bf16 rate stands for here."""
     out = {}
@@ -117,7 +117,7 @@ def _fp8_peak(device, n, flush) -> dict:
 def cached_peaks(device, dtypes: dict) -> dict:
     """The ceilings of `dtypes`, from the judge's cache where this card, driver and torch/CUDA build were measured
     before, else measured now and added to it: measured once per machine, not once per judgement (each dtype's
-    ceiling costs about a second on an H100, all of a problem's several). A ceiling that reads low (taken while the
+    ceiling costs about a second, and a problem has several). A ceiling that reads low (taken while the
     GPU was shared) is measured again when it matters: a time over it is re-checked against fresh ceilings before
     any below_roofline (gauntlet.judge.timing.timed), and the better figure is what the cache keeps from then on
     (`remember`). The cache lives beside the bytecode cache, where no confined worker can write."""
@@ -183,8 +183,8 @@ def _card_key(device) -> str:
 
 def physics(entry: dict, peaks: dict, remeasure=None) -> list[Reason]:
     """A timed shape's entry faster than the hardware: below_roofline. Before rejecting, the ceilings are measured
-    again (`remeasure`) and the better figures kept: a ceiling taken while other work shared the GPU reads low (seen
-    on an H100 with three judges at once: 432 TFLOP/s measured for cuBLAS bf16, which runs ~780)."""
+    again (`remeasure`) and the better figures kept: a ceiling taken while other work shared the GPU reads low (with
+    other judges on the card, cuBLAS bf16 can read about half its rate: docs/benchmarks.md)."""
     reasons = over_ceilings(entry, peaks)
     if reasons and remeasure is not None:
         for key, fresh in remeasure().items():

@@ -5,8 +5,8 @@ call or timing meanwhile. Every candidate batch's outputs were taken by the judg
 (gauntlet.judge.values.taken): what every call's cheap checks need, and whole copies of the calls picked for a full
 check (the spots: bench.SPOT_CHANCE per batch, and the final spots' candidates, bench.SPOTS of every batch's calls,
 of which the last batch's stand). Judging them needs no quiet card: building each answer and comparing is a
-correctness call like any other. Done inside the turn, the spots alone were 36 s of the 203 s that one H100's suite
-at the defaults held the card alone (85 timed shapes), while the other three judges waited. So:
+correctness call like any other. Done inside the turn, the spots would be a large share of the time a suite holds
+the card alone, while the other judges wait (docs/benchmarks.md). So:
 - `Pending.fetch`, in the shape's own turn once it is made shared (turns.share_now): the final spots picked, then
   the workers' timing buffers let go. The other judges' correctness calls go on meanwhile; no judge's timing starts
   before the buffers are gone (a timing set can outgrow a judge's share of the card).
@@ -121,7 +121,7 @@ def _shared(judge, spec, shape, check) -> list[Reason]:
 def _fits_share(problem, shape, spec) -> bool:
     """Whether a spot check's answer at this shape (a case of one call, by the fuzzing's memory model) fits this
     judge's share of the card: a benchmark shape is the problem's, not sized to any share (fp8_gemm_rowwise's
-    N=53248, K=16384 answer, its conventions in fp64, held 38 GB on an H100)."""
+    widest answer, its conventions in fp64, holds tens of GB)."""
     try:
         total = torch.cuda.mem_get_info()[1]
     except (RuntimeError, AssertionError):      # no card to read: nothing to share

@@ -6,9 +6,9 @@ from __future__ import annotations
 from . import scoring
 
 # A timed call is starved when the GPU sat idle inside its window, waiting for the host to launch the call's work, for
-# longer than this (gauntlet.judge.timing.window: idle_us): the hold had run out before the launch was queued. Seen on
-# two H200s of one host with four judges on it: a Triton GEMM's median call 0.22-0.30 ms instead of 0.19, its launch
-# 0.33 ms instead of 0.16, and a speedup read 0.62 [0.55, 0.72] that one judge alone read 0.976.
+# longer than this (gauntlet.judge.timing.window: idle_us): the hold had run out before the launch was queued. A host
+# busy with other judges can double a fast call's launch and slow its median call, and so move a speedup far from
+# what the same kernel reads with the host quiet (docs/benchmarks.md).
 STARVE_US, STARVE_SHARE = 10.0, 0.03     # µs, plus this share of the call's own time
 
 
@@ -51,8 +51,8 @@ def starved_where(rounds: list[dict]) -> dict:
     """Where each starved call's idle time mostly lay (gauntlet.judge.timing.window: _idle_ends): `before` its first
     kernel (the launch reached the GPU after the hold ran out), `after` its last kernel (solve returned, and the end
     event was recorded, after the work had finished), or `between` its kernels (the host was slow between launches).
-    So a record says which host delay set a starved figure (issue 20: a kernel read 0.66 in one run and 1.00 in the
-    next, most of its calls starved in the first), without another run."""
+    So a record says which host delay set a starved figure (a figure can move between runs with its starved calls
+    alone), without another run."""
     out = {"before": 0, "between": 0, "after": 0}
     for m, x in _calls(rounds):
         if not starved_call(m, x) or m.get("idle_before_us") is None:

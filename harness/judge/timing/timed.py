@@ -1,5 +1,5 @@
-"""Timing one dtype of a candidate that passed: for each benchmark shape, the schedule (gauntlet.judge.timing.bench), the
-spot checks of timed calls, the physics floor and the second clock, then one timing entry for the record.
+"""Timing one dtype of a candidate that passed: for each benchmark shape, the schedule (gauntlet.judge.timing.bench),
+the spot checks of timed calls, the physics floor and the second clock, then one timing entry for the record.
 """
 from __future__ import annotations
 
@@ -106,10 +106,9 @@ def _time_shape_retried(judge, spec, shape, opts, record):
     their calls they still hold their cases' answers and inputs), the shape is timed again after each pause of
     CROWDED_WAITS_S, holding no turn meanwhile, so the other judges move on to other cases (a worker past its share
     is stopped by its own watchdog meanwhile). Out of memory every time, or alone on the card, it is the candidate's
-    crash, as for a judge alone. The baseline worker alike: on an H100 with 4 judges, cuBLAS ran out of memory
-    timing attn_scores' fp32 headline shape beside three other judgements in two suite runs of four (in one of
-    them after a second try a second later, too), and the shape lost its figure; out of memory every time, its
-    entry says so (no reason against the candidate)."""
+    crash, as for a judge alone. The baseline worker alike (cuBLAS can run out of memory at a large shape beside
+    other judgements, and a single retry a second later is not always enough: docs/benchmarks.md); out of memory
+    every time, its entry says so (no reason against the candidate)."""
     for pause in CROWDED_WAITS_S + (None,):
         try:
             return _time_shape_alone(judge, spec, shape, opts, record)
@@ -134,23 +133,22 @@ def _candidate_could_kill(judge, detail: str) -> bool:
 
 # A side whose starved calls moved its median call time by more than the precision timing stops at
 # (gauntlet.judge.timing.starved.starved_shift), or whose median is itself a starved call, was slowed by its host. A
-# share of starved calls was the first rule (more than a fifth): on two H200s it sent 41 of 75 shapes of the suite back
-# to a quiet host, most of them for one starved first call per batch that moved no median, and the suite took 1558 s of
-# judging where it had taken 1128.
+# share of starved calls is no such rule: one starved first call per batch moves no median, and sending every shape
+# that has one back to a quiet host would retime much of the suite for nothing (docs/benchmarks.md).
 HOST_SHIFT = PRECISION
 
 
 def _time_shape_alone(judge, spec, shape, opts, record):
-    """One shape timed while this judge has the card to itself (gauntlet.judge.timing.turns: no other judge's correctness
-    call or timing runs meanwhile). Where the quiet check still found the GPU busy and other judges share the card,
-    the work it saw may be another judge's candidate's (work it left queued): the shape is timed once more, and if
-    the card is busy again it gets no figure, with the reason in the entry, and no reason against this candidate.
+    """One shape timed while this judge has the card to itself (gauntlet.judge.timing.turns: no other judge's
+    correctness call or timing runs meanwhile). Where the quiet check still found the GPU busy and other judges share
+    the card, the work it saw may be another judge's candidate's (work it left queued): the shape is timed once more,
+    and if the card is busy again it gets no figure, with the reason in the entry, and no reason against this candidate.
     Alone on the card (no other judge), a busy GPU is this candidate's leftover work: `background_work`.
 
     The card alone is not the host alone: judges on the host's other GPUs go on with their correctness calls (process
     start-ups, GB-sized transfers, comparisons), and a host that busy can launch a call's work after the hold has run
-    out, so the events count the host's delay as the GPU's (two H200s of one host, four judges: a 0.976 Triton GEMM read
-    0.62 [0.55, 0.72]). Where any side's starved calls (gauntlet.judge.timing.starved.starved_call) moved its median by
+    out, so the events count the host's delay as the GPU's (a Triton GEMM at parity with cuBLAS can read far below
+    it). Where any side's starved calls (gauntlet.judge.timing.starved.starved_call) moved its median by
     more than HOST_SHIFT, or most of them were starved, while other judges were on this host, the shape is timed again
     with the host to this judge alone (turns.host_alone: no correctness call of any judge on any card meanwhile), and
     that figure stands (`host_alone`: true), starved or not: with the host quiet, a launch that outlasts the hold is the
@@ -235,8 +233,8 @@ def _time_shape_held(judge, spec, shape, opts, record):
     if judge.device == "cuda":
         # The answer was built for its size (and to know the judge can build it) and is built again for the spot
         # checks, after both workers have let their timing inputs go. Kept in the allocator's reserve meanwhile it
-        # took the workers' room: on an H100, fp8_gemm_rowwise's N=53248, K=16384 answer (its conventions in fp64)
-        # held 38 GB while the workers built their timing inputs, and they ran out of memory beside another judge.
+        # takes the workers' room: a large answer (fp8_gemm_rowwise's widest, its conventions in fp64, holds tens of
+        # GB) would stay there while the workers build their timing inputs, and they would run out of memory.
         torch.cuda.empty_cache()
     schedule = Schedule(judge.child, judge.base, list(problem.baselines), request,
                         timeout=opts.case_timeout_s + 2 * opts.timing_budget_s, declared=judge.declared,

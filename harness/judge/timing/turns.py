@@ -2,9 +2,9 @@
 
 Several judges may share a card: `pytest -n 8` on a one-GPU runner, `eval-many --overlap K` (K judge slots per GPU), two
 `gauntlet run`s started by hand. Correctness does not need the card to itself; a timed figure does: a kernel of another
-judge's candidate running beside a timed call slows it, and the quiet check (gauntlet.judge.timing.bench) would then rule
-`background_work` against a candidate that did nothing. So every judge on the machine takes turns through two lock files
-per physical card (its UUID), in the judge's cache folder (gauntlet.judge.process.cache):
+judge's candidate running beside a timed call slows it, and the quiet check (gauntlet.judge.timing.bench) would then
+rule `background_work` against a candidate that did nothing. So every judge on the machine takes turns through two lock
+files per physical card (its UUID), in the judge's cache folder (gauntlet.judge.process.cache):
 
 - `sharing()`: a correctness call (the judge's inputs and oracle, the candidate's call, the comparison) and a
   candidate worker's start (its import may run GPU code). Many judges hold it at once.
