@@ -68,11 +68,11 @@ class Judge:
         self.history = collections.deque(maxlen=max(1, self.problem.calls_per_case - 1))
 
     def run_call(self, shape: dict, spec: DtypeSpec, seed: int) -> list[Reason]:
-        """A correctness call shares the card with other judges' (gauntlet.judge.timing.turns), never with a timed shape.
-        Each judge sizes its cases to its share of the card's memory (gauntlet.judge.values.memory), but the shares are
-        estimates read at different moments: a call that runs out of GPU memory (in the judge or in the worker)
-        while other judges are on the card may have been pushed out by them, and a verdict caused by another judge
-        must not stand. So it is made again once with the card to this judge alone (no other judge's call running
+        """A correctness call shares the card with other judges' (gauntlet.judge.timing.turns), never with a timed
+        shape. Each judge sizes its cases to its share of the card's memory (gauntlet.judge.values.memory), but the
+        shares are estimates read at different moments: a call that runs out of GPU memory (in the judge or in the
+        worker) while other judges are on the card may have been pushed out by them, and a verdict caused by another
+        judge must not stand. So it is made again once with the card to this judge alone (no other judge's call running
         beside it), a second later: a worker that took more than its share of the card is stopped by its judge's
         watchdog meanwhile (gauntlet.judge.process.watchdog), and its memory is free again. Running out again is the
         candidate's crash, as it is for a judge alone on the card."""
@@ -108,7 +108,7 @@ class Judge:
             # A new case: free the last one's expectations before building any, and hand the cached blocks back:
             # sizes change from case to case, so the caching allocator's reserve would otherwise grow past this
             # judge's share (gauntlet.judge.values.memory), and the candidate's worker on the same GPU would run out
-            # of memory building its inputs (seen on an H100, 4 judges).
+            # of memory building its inputs, beside other judges.
             self.release()
         phases = self.phases.setdefault(spec.name, {"expect": 0.0, "request": 0.0, "check": 0.0, "output_gib": 0.0})
         t0 = time.monotonic()

@@ -114,7 +114,8 @@ class Child:
         finally:
             self.sandbox.close()          # the child holds its own copy of the ruleset, in force
         self.outside.started(self.proc.pid, lambda: pids.tree(self.proc.pid, self._escaped_cheap()),
-                             outside.handed_fds(req_r, self.req_w, self.resp_r, resp_w, self.area.fd if self.area else None))
+                             outside.handed_fds(req_r, self.req_w, self.resp_r, resp_w,
+                                                self.area.fd if self.area else None))
         os.close(req_r)
         os.close(resp_w)
         pids.LIVE.add(self.proc.pid)
@@ -165,8 +166,7 @@ class Child:
             raise ChildFailed(self.start_failure)
 
     def _await_hello(self) -> dict:
-        # _recv bounds the wait by what is left of the total, and names the total when that is what ran out (a
-        # start cut short by it was once reported as the start's own limit, under 14 pytest workers on one H100)
+        # _recv bounds the wait by what is left of the total, and names the total when that is what ran out
         header, _ = self._recv(START_TIMEOUT_S, "starting and importing the solution", max_blob=0)
         header = self.outside.at_start(header, lambda: protocol.send(self.req_w, {"op": "import"}) or self._recv(
             START_TIMEOUT_S, "importing the solution", max_blob=0)[0])   # the tasks before the candidate's import

@@ -49,8 +49,8 @@ class GlueFamily:
 
 # The one allowlist: ALLOWED_OPS (CPU) and TORCH_GLUE (GPU) are both derived from it, so a family allowed on one
 # device is allowed on the other. Routing glue (diff, sort/argsort, bincount, searchsorted, topk, cumsum, histc,
-# unique, ...) is glue on both: before this table the CPU list lacked most of it while the GPU patterns took it,
-# and an honest MoE kernel whose routing used torch.diff was `forbidden_op` on the CPU only. No family holds a
+# unique, ...) is glue on both: with two lists, one device's can lack what the other's takes, and an honest MoE
+# kernel whose routing uses torch.diff would be `forbidden_op` on that device only. No family holds a
 # matrix product, convolution, attention, softmax or norm (nor any op not named here): those stay forbidden on
 # both devices. Random numbers are not glue on either (torch's CUDA distribution kernels carry curand in their
 # names, which the library patterns refuse).

@@ -3,8 +3,8 @@ and the scratch disk of the worker and everything it started (its descendants, a
 and were re-parented to the judge, a child subreaper), plus the total time a judgement may hold a judge.
 
 GPU memory: where several judges share a card (GAUNTLET_JUDGES_PER_GPU: pytest -n on a GPU runner, --overlap), a
-worker that takes the whole card makes the other judges' honest candidates run out of memory (on an H100 runner a
-process, most likely a hoarding fixture's worker, held 64.8 GiB, and two other tests' honest candidates failed). The
+worker that takes the whole card makes the other judges' honest candidates run out of memory (a hoarding fixture's
+worker under pytest -n can take most of a card, and other tests' honest candidates then fail). The
 driver's own accounting (NVML, per process; the candidate cannot write it) is read every poll, summed over the
 worker's tree, and the tree is killed past its share of the card (gpu_bound: the card's memory over the judges
 sharing it, or what timing the problem needs if that is more, plus room for a context). Where NVML is missing or
@@ -134,11 +134,11 @@ def tree(root: int, extra: list[int] = ()) -> list[int]:
 
 
 TIMING_SETS, TIMING_OUTPUTS = 4, 7     # gauntlet.child.timing.Bench: 3 input sets and a refill's; a batch's outputs
-# What building the sets and making the calls leave in the worker's allocator besides (measured on an H100, fp32
-# headline shapes, a worker told it had a sixth of the card): input-sized, each set's original before it is copied
-# into its guard bands and the input generator's temporaries (attn_output's softmax over masked logits; its worker
-# held 17.8 GiB, its baseline's more than 15.8, against 8.5 GiB of sets and outputs); output-sized, the call's own
-# temporaries (attn_scores' product before its scaling; its worker held 21.5 GiB against 14.3).
+# What building the sets and making the calls leave in the worker's allocator besides (fp32 headline shapes):
+# input-sized, each set's original before it is copied into its guard bands and the input generator's temporaries
+# (attn_output's softmax over masked logits: its worker holds about twice its sets and outputs); output-sized, the
+# call's own temporaries (attn_scores' product before its scaling: half as much again as its sets and outputs)
+# (docs/benchmarks.md).
 TIMING_GENERATION, TIMING_WORKSPACE = 4, 3
 CONTEXT_SLACK = 2 * GIB               # the worker's CUDA context, cuBLAS and Triton workspaces, allocator rounding
 

@@ -34,9 +34,9 @@ def starved_shift(rounds: list[dict]) -> float | None:
     """How far a side's starved calls moved the figure it reports: median(every call) / median(the calls not
     starved) - 1; None where half or more of its calls were starved (the median is then a starved call itself).
 
-    A count alone says too little: on a quiet host (two H200s, the host to one judge) a batch's first call is often
-    starved (5 to 11 of 40 calls, as many as there were batches), and that moves a tight side's median by a small
-    fraction of a percent, while a busy host starved most of a Triton GEMM's calls and moved its median by 15 to 55%.
+    A count alone says too little: on a quiet host a batch's first call is often starved (up to one per batch), and
+    that moves a tight side's median by a small fraction of a percent, while a busy host can starve most of a fast
+    kernel's calls and move its median by tens of percent (docs/benchmarks.md).
     gauntlet.judge.timing.timed times a shape again with the host alone on the shift, not on the count."""
     flags = starved_flags(rounds)
     calm = [x for x, starved in flags if not starved]

@@ -21,8 +21,8 @@ binade edges included, overflow to inf). The two terms of a_i:
   problem has them (FlashAttention's probabilities rounded to bf16 before P V, an eager epilogue's intermediate
   results, TF32's rounded inputs); 0 where none is legitimate (a GEMM's 16-bit products are exact in fp32).
 Each problem.yaml derives its two numbers. Torch's own answer at an element is always admitted (a sanity floor: the
-judge is never stricter than torch on any one element), but it no longer scales the budget of every element: with
-16-bit outputs torch's worst relative error is the output rounding itself, and k times it let an element that
+judge is never stricter than torch on any one element), but it does not scale the budget of every element: with
+16-bit outputs torch's worst relative error is the output rounding itself, and k times it would let an element that
 missed a whole product term through at most positions (tests/test_budget.py measures both sides).
 NaN/Inf positions must match the oracle rounded to the output dtype (overflow to inf is a legitimate answer).
 
@@ -123,8 +123,8 @@ FP32_UNIT_ROUNDOFF = 2.0**-24
 # its fuzz budget) they alone would fill an 80 GB GPU, so values are compared a slab at a time: the workspace is
 # bounded by CHUNK_ELEMENTS, whatever the case, and gauntlet.judge.values.memory budgets it. A slab is a run of rows
 # of the outermost dim whose rows fit, one index of each dim outside it: attn_scores' (1, 32, 4096, 4096) output
-# (537M elements in one leading row) is 32 slabs of one head each. Slicing only the leading dim left it whole, and
-# its spot check on an H100 held 55 GB of temporaries and ran out of memory beside the card's other judges.
+# (537M elements in one leading row) is 32 slabs of one head each. Sliced by the leading dim alone it stays whole,
+# and its spot check's temporaries outgrow a judge's share of the card (docs/benchmarks.md).
 CHUNK_ELEMENTS = 1 << 24
 
 

@@ -1,13 +1,13 @@
 """Quantization conventions: one recipe, several exact ways of computing it, each judged against its own oracle.
 
-A quantized problem states a recipe (fp8 e4m3 values with amax/448 scales per row, say) and, in its reference.py,
-the ways of computing the quantized values it admits: `CONVENTIONS = ("divide", "reciprocal", ...)`, the first
-being the stated rule, with `reference`, `oracle` and `error_scale` (those it defines) taking a `convention`
-keyword. Real libraries divide by the scale, multiply by its reciprocal, or multiply by 448/amax; these differ only
-where a value lands on a rounding tie of the quantized format, and there they move one product by a whole
-quantization step, which no budget sized for the output rounding can absorb (one tie among 889 quantized values
-was enough to reject an honest kernel). So the budget stays as it is and the judge builds one full expectation per
-convention instead, and accepts an output that check.value_reasons passes against any one of them:
+A quantized problem states a recipe (fp8 e4m3 values with amax/448 scales per row, say) and, in its reference.py, the
+ways of computing the quantized values it admits: `CONVENTIONS = ("divide", "reciprocal", ...)`, the first being the
+stated rule, with `reference`, `oracle` and `error_scale` (those it defines) taking a `convention` keyword. Real
+libraries divide by the scale, multiply by its reciprocal, or multiply by 448/amax; these differ only where a value
+lands on a rounding tie of the quantized format, and there they move one product by a whole quantization step, which no
+budget sized for the output rounding can absorb (a single tie among hundreds of quantized values is enough to reject an
+honest kernel). So the budget stays as it is and the judge builds one full expectation per convention instead, and
+accepts an output that check.value_reasons passes against any one of them:
 - the whole output against one convention, never a choice per element: what is admitted is exactly the union of
   the conventions' answers, each with the budget it had before;
 - each convention's budget comes from torch's answer computed the same way: torch's answer is admitted at every

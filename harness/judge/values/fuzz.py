@@ -6,11 +6,9 @@ which dims are drawn is itself drawn, so each dim gets its turn at being the lon
 
 Most draws are aligned: every integer dim a multiple of one drawn alignment (8 to 128). Fast kernels
 branch on alignment (TMA needs 16-byte rows, vectorised loads need multiples of 8 or 16), and the aligned branch is
-the one real shapes take; independent draws rarely align the dims that matter at once. Measured over 3000 draws
-of the CUDA domains: int8_gemm's TMA condition (K % 16 == 0 and N % 4 == 0) held in 3.4% of draws with
-independent dims only, 74% with the aligned draws alone, 70% now (below); gemm's bf16 one (K and N multiples of 8)
-in 3.1%, 87%, 79%. With independent draws, about one judgement in four (38 draws per dtype on a GPU) never
-reached a TMA kernel's fast path at all.
+the one real shapes take; independent draws rarely align the dims that matter at once (int8_gemm's TMA condition,
+K % 16 == 0 and N % 4 == 0, holds in a few percent of them), so a judgement of independent draws alone can miss a
+TMA kernel's fast path entirely (docs/benchmarks.md).
 
 The opposite corner is large and misaligned at once: a kernel whose fast path covers the 16-aligned bulk of a
 big output and mishandles the tail (never writes the last N % 16 columns when M * N is large) met it only in
@@ -18,11 +16,9 @@ independent draws that happened to be large in two dims, and in no edge case (th
 aligned). So one draw in twelve is LARGE (it takes half the independent draws' share; aligned draws keep 10 in
 12): two or more dims (drawn) share the budget, each in the top half of its share and a multiple of 64 plus or
 minus 1..15 (`_large_misaligned`), and the edge cases end with the wide case (`_wide_case`: gemm's CPU domain
-M = N = 383, K = 9). Measured over 3000 draws, "M * N >= 8192 and N % 16 != 0" on gemm's CPU domain: 4.2% of
-draws before, 9.9% now (and the wide edge case in every judgement); "M * N >= 2**22 and N % 16 != 0" on its CUDA
-domain: 0.9% before, 2.9% now (10.8% for M * N >= 2**20; the wide edge case there is M = N = 4499, K = 197).
-The aligned shares moved little: gemm's CPU domain has every dim a multiple of 8 in 49% of draws (52% before), of
-16 in 32% (34%); tests/bad/triton_skips_n_tail_when_large.py.
+M = N = 383, K = 9; on its CUDA domain M = N = 4499, K = 197). The LARGE draws take large-and-misaligned shapes
+from rare to a few percent of draws while the aligned shares stay about as they are (docs/benchmarks.md);
+tests/bad/triton_skips_n_tail_when_large.py.
 """
 from __future__ import annotations
 
@@ -130,8 +126,8 @@ def edge_cases(bounds: FuzzBounds, valid=None, fits=None) -> list[dict]:
     whatever the number of examples. Then one case that is large in every dim at once: the dim with the longest
     range at its largest odd value and the others as large (and odd) as the budget then allows. With every other dim
     at 1 there is one output element, and a kernel that accumulates in too narrow a type (fp16 partial sums over a
-    long K) can stay inside the budget of that one element; over a whole tile of outputs it does not (measured by
-    `gauntlet mutate` on gemm: fp16 accumulation passed every edge and 20 random draws). Then the same case with
+    long K) can stay inside the budget of that one element; over a whole tile of outputs it does not (`gauntlet
+    mutate` on gemm finds fp16 accumulation passing every other edge case and random draws). Then the same case with
     every dim rounded down to a multiple of 64 (`_aligned`), so a kernel's aligned fast path is judged at a large
     size too, not only its tails. Choice dims take their
     first choice. With `fits`, an end the device cannot hold is brought down to one it can (see `fit`)."""

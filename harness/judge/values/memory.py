@@ -1,10 +1,10 @@
 """How much device memory one fuzzed case takes, and whether the device in hand can hold it.
 
-A problem's fuzz bounds cap the product of its dims (work), not memory: bmm's cuda domain allows B*M*N*K = 4e9,
-which with K = 1 is a 4e9-element output, and the judge's fp64 oracle of that is 32 GB before its error scale and
-comparison temporaries. On an 80 GB H100 the judge itself ran out of memory there. So the case budget also comes
-from the device: every case is sized to fit the memory that is free when the judgement starts, shared by the
-judge (this process) and the candidate's worker (same GPU).
+A problem's fuzz bounds cap the product of its dims (work), not memory: bmm's cuda domain allows B*M*N*K = 4e9, which
+with K = 1 is a 4e9-element output, and the judge's fp64 oracle of that is 32 GB before its error scale and comparison
+temporaries, which with them outgrow an 80 GB card in the judge's process alone. So the case budget also comes from the
+device: every case is sized to fit the memory that is free when the judgement starts, shared by the judge (this process)
+and the candidate's worker (same GPU).
 
 The estimate is derived from the problem's own `bytes` formula, evaluated once for the inputs alone and once for
 the output alone, in fp64 (the oracle's precision) and in the storage dtype:
