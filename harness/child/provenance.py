@@ -1,10 +1,10 @@
 """Which GPU kernels the candidate's backends compiled in this worker: the names the profiler's kernels must carry to
 count as the candidate's own (gauntlet.judge.process.kernels).
 
-Why: without this record, any kernel name that is neither torch's nor a listed library's would count as the
-candidate's own, so a CuPy or CuTe file could reach a library Gauntlet does not list (through ctypes, a prebuilt
-cubin, any .so) and be timed as if it had written the kernel. So a kernel is the candidate's own only if one of the three compilers
-made it here, from source, during this worker's life:
+Why: without this record, any kernel name that is neither torch's nor a listed library's would count as the candidate's
+own, so a CuPy or CuTe file could reach a library Gauntlet does not list (through ctypes, a prebuilt cubin, any .so) and
+be timed as if it had written the kernel. So a kernel is the candidate's own only if one of the three compilers made it
+here, from source, during this worker's life:
 - CuPy: every module its compiler loads (RawModule, RawKernel, ElementwiseKernel: cupy.cuda.compiler, cache hits
   included) passes its image through here; a module loaded from a file (RawModule(path=...)) is not compiled and
   is not recorded;
