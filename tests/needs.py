@@ -26,8 +26,8 @@ def skip_unless_triton_cpu_for(path) -> None:
 
 
 def schema_problems(doc: dict, kind: str) -> list:
-    """gauntlet.reports.schema.problems, or a skip where jsonschema (a [test] extra) is not installed: a runner judging on
-    what it has (no package network) may lack it; the README's test command installs it."""
+    """gauntlet.reports.schema.problems, or a skip where jsonschema (a [test] extra) is not installed: a runner judging
+    on what it has (no package network) may lack it; the README's test command installs it."""
     pytest.importorskip("jsonschema", reason="jsonschema is not installed (pip install 'gauntlet[test]')")
     from gauntlet.reports import schema
     return schema.problems(doc, kind)

@@ -1,5 +1,5 @@
-"""`gauntlet compare` (gauntlet.reports.compare), the regression gate. The records in tests/data are real: three separate
-judgements of gemm/triton_tiled (bf16, 4096^3) in one session on an H100 (80 GB HBM3), the same code each time;
+"""`gauntlet compare` (gauntlet.reports.compare), the regression gate. The records in tests/data are real: three
+separate judgements of gemm/triton_tiled (bf16, 4096^3) in one session on an H100 (80 GB HBM3), the same code each time;
 the slowdown and the failure are planted into copies of them."""
 import copy
 import json

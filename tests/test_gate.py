@@ -1,6 +1,6 @@
 """The plugin's regression gate: `pytest --gauntlet-compare BASE [--gauntlet-fail-on PCT] [--gauntlet-out NEW]`
-(gauntlet.plugin.SessionGate, gauntlet.judge.records.gate). A session's records are merged per solution, compared with the
-stored file as `gauntlet compare` compares, printed as Markdown, and a regression fails the session.
+(gauntlet.plugin.SessionGate, gauntlet.judge.records.gate). A session's records are merged per solution, compared with
+the stored file as `gauntlet compare` compares, printed as Markdown, and a regression fails the session.
 
 Timings need a GPU, so the timed records are planted: the real H100 records of tests/data (test_compare.py), put
 into a session by a test that hands them to the plugin as a judged item does (`user_properties`). The verdict

@@ -169,8 +169,8 @@ def test_killing_the_baseline_worker_leaves_no_record_without_a_ratio(mode):
 def test_a_killed_baseline_worker_is_seen_killed(mode):
     """The CPU half of the test above (no timing on the CPU, but the same two workers of one judge): unconfined, the
     candidate's SIGKILL reaches the baseline worker, and its death reads `killed by SIGKILL` (what
-    gauntlet.judge.timing.timed turns into `tampering`), not "exited with status 0": the candidate's worker's escape scan
-    must not reap a sibling worker's zombie. Confined, the signal is refused and the baseline worker lives."""
+    gauntlet.judge.timing.timed turns into `tampering`), not "exited with status 0": the candidate's worker's escape
+    scan must not reap a sibling worker's zombie. Confined, the signal is refused and the baseline worker lives."""
     if mode == "auto" and not CONFINED:
         pytest.skip(f"this kernel cannot confine: {sandbox.missing()}")
     from gauntlet.judge.timing import timed

@@ -1,5 +1,5 @@
-"""Workers started ahead of need (gauntlet.judge.process.standby) and K judges per GPU (--overlap): what is kept, what is
-never kept, and that overlapping judges still judge each candidate on its own."""
+"""Workers started ahead of need (gauntlet.judge.process.standby) and K judges per GPU (--overlap): what is kept, what
+is never kept, and that overlapping judges still judge each candidate on its own."""
 from __future__ import annotations
 
 import json

@@ -1,6 +1,6 @@
-"""Known-bad (issue 16): host memory was unbounded, and the kernel's OOM killer may pick the judge. solve touches
-256 MiB of host memory at a time, up to 6 GiB, and keeps it. The judge's watchdog (gauntlet.judge.process.watchdog) kills the
-worker's tree at its limit (tests/test_sandbox.py sets GAUNTLET_WORKER_RAM_GIB=1.5): crash, naming the limit."""
+"""Known-bad: with host memory unbounded, the kernel's OOM killer may pick the judge. solve touches 256 MiB of host
+memory at a time, up to 6 GiB, and keeps it. The judge's watchdog (gauntlet.judge.process.watchdog) kills the worker's
+tree at its limit (tests/test_sandbox.py sets GAUNTLET_WORKER_RAM_GIB=1.5): crash, naming the limit."""
 import torch
 
 BACKEND = "torch"

@@ -1,14 +1,13 @@
-"""Known-bad (GPU, timing): the shipped Triton GEMM (gemm/triton_tiled), honest in every call it can tell is not
-timed; in a timed call (it finds the harness's timing loop on its own call stack: an in-process candidate can always
-tell, which is why nothing about timing may rest on it not knowing) it computes the first third of the rows on the
-caller's stream and the other two thirds on a side stream that starts when the first part is done and that the
-caller's stream never waits for. solve returns while that work still runs: the end event, recorded on the caller's
-stream, fires without it, and the events time a part of the work (deferring a third read 1.28x-1.34x in the old
-harness, for a kernel whose honest ratio is about 0.96x, H100). The profiler's timeline of the timed calls shows the
-deferred kernel ending after the end event (gauntlet.judge.timing.window): tampering, named, before any figure is kept. On
-an H100 a third deferred was already caught (ended 20-37 us after the end event; the host's own launch time hides
-some of it); two thirds leave more past the end. (Its output's snapshot, taken on the caller's stream right after the
-end event, is missing that part as well.) Expected: tampering."""
+"""Known-bad (GPU, timing): the shipped Triton GEMM (gemm/triton_tiled), honest in every call it can tell is not timed;
+in a timed call (it finds the harness's timing loop on its own call stack: an in-process candidate can always tell,
+which is why nothing about timing may rest on it not knowing) it computes the first third of the rows on the caller's
+stream and the other two thirds on a side stream that starts when the first part is done and that the caller's stream
+never waits for. solve returns while that work still runs: the end event, recorded on the caller's stream, fires without
+it, and the events time a part of the work (a third deferred reads far above the kernel's honest ratio). The profiler's
+timeline of the timed calls shows the deferred kernel ending after the end event (gauntlet.judge.timing.window):
+tampering, named, before any figure is kept. A third deferred already ends tens of microseconds after the end event (the
+host's own launch time hides some of it); two thirds leave more past the end. (Its output's snapshot, taken on the
+caller's stream right after the end event, is missing that part as well.) Expected: tampering."""
 import importlib.util
 import os
 import sys

@@ -1,17 +1,17 @@
-"""Known-bad, and today it PASSES with zeros: poisons the judge's oracle through bytecode, without touching any
-source file. It compiles a reference.py whose reference() returns zeros and writes it to
-problems/gemm/__pycache__/reference.<tag>.pyc with the real source's mtime and size in the header, so Python's
-import system, which trusts a timestamp-validated .pyc, loads the poisoned code when the parent imports the
-problem module -- lazily, after the candidate was imported in the child. __pycache__ is git-ignored, so `git status`
-stays clean; the candidate deletes the .pyc on its first solve call anyway. Fixes: import the problem module in the
-parent before spawning the child; load it from source (compile(path.read_text())) rather than through the import
-system's bytecode cache, or with unchecked-hash pycs disabled; a read-only tree. Safety: it only touches a tree that
-carries the scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere else it just
-returns zeros (mismatch). Expected: import_error (see below).
+"""Known-bad, which PASSES with zeros against a judge that imports its oracle lazily: poisons the judge's oracle through
+bytecode, without touching any source file. It compiles a reference.py whose reference() returns zeros and writes it to
+problems/gemm/__pycache__/reference.<tag>.pyc with the real source's mtime and size in the header, so Python's import
+system, which trusts a timestamp-validated .pyc, loads the poisoned code when the parent imports the problem module --
+lazily, after the candidate was imported in the child. __pycache__ is git-ignored, so `git status` stays clean; the
+candidate deletes the .pyc on its first solve call anyway. Fixes: import the problem module in the parent before
+spawning the child; load it from source (compile(path.read_text())) rather than through the import system's bytecode
+cache, or with unchecked-hash pycs disabled; a read-only tree. Safety: it only touches a tree that carries the
+scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere else it just returns zeros
+(mismatch). Expected: import_error (see below).
 
-Outcome since the fix: The judge compiles reference.py from its source text and never reads __pycache__, so the planted bytecode
-is never executed by the judge; what is left is the answer it returns (zeros): mismatch. (tampering where the
-planted file sits in a watched folder at the end.)
+What the judge does: it compiles reference.py from its source text and never reads __pycache__, so the planted bytecode
+is never executed by the judge; what is left is the answer it returns (zeros): mismatch. (tampering where the planted
+file sits in a watched folder at the end.)
 
 Outcome under the sandbox (--sandbox auto/require, wherever Landlock is offered): the worker may write only beneath
 its own scratch dir, so the write at import raises PermissionError: import_error, and the tree is never written.

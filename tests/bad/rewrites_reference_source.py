@@ -1,17 +1,17 @@
-"""Known-bad, and today it PASSES with zeros: poisons the judge's oracle through the source tree. The parent
-imports problems/gemm/reference.py lazily, the first time it judges a call -- after the child has imported the
-candidate. So the candidate's module body rewrites reference.py (appending a reference() that returns zeros; the
-fp64 oracle is reference() on upcast inputs, so it becomes zeros too), and its first solve call restores the file
-byte for byte (by then the parent has the poisoned module cached), so the tree is clean again when the run ends and
-an after-the-fact "repo unchanged" check sees nothing. solve returns zeros, which match the poisoned oracle.
-Fixes: the parent imports the problem module (and every harness module it will use) before spawning the child,
-and checks a hash of the problem files; better, a read-only source tree (see README). Safety: it only touches a
-tree that carries the scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere
-else it just returns zeros (mismatch). Expected: import_error (see below).
+"""Known-bad, which PASSES with zeros against a judge that imports its oracle lazily: poisons the judge's oracle through
+the source tree. The parent imports problems/gemm/reference.py lazily, the first time it judges a call -- after the
+child has imported the candidate. So the candidate's module body rewrites reference.py (appending a reference() that
+returns zeros; the fp64 oracle is reference() on upcast inputs, so it becomes zeros too), and its first solve call
+restores the file byte for byte (by then the parent has the poisoned module cached), so the tree is clean again when the
+run ends and an after-the-fact "repo unchanged" check sees nothing. solve returns zeros, which match the poisoned
+oracle. Fixes: the parent imports the problem module (and every harness module it will use) before spawning the child,
+and checks a hash of the problem files; better, a read-only source tree (see README). Safety: it only touches a tree
+that carries the scratch-copy sentinel file (.gauntlet_scratch_copy) that the corpus test creates; anywhere else it just
+returns zeros (mismatch). Expected: import_error (see below).
 
-Outcome since the fix: The judge now imports the reference before the candidate's process starts, so the poisoned source is never
-read by the judge; the candidate restores the file, so the tree hash sees no change either. What is left is the
-answer it returns (zeros): mismatch. A candidate that forgets to restore the file also gets tampering.
+What the judge does: it imports the reference before the candidate's process starts, so the poisoned source is never
+read by the judge; the candidate restores the file, so the tree hash sees no change either. What is left is the answer
+it returns (zeros): mismatch. A candidate that forgets to restore the file also gets tampering.
 
 Outcome under the sandbox (--sandbox auto/require, wherever Landlock is offered): the worker may write only beneath
 its own scratch dir, so the write at import raises PermissionError: import_error, and the tree is never written.
