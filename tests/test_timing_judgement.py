@@ -230,7 +230,7 @@ def test_schedule_interleaves_rounds_with_the_other_side_stopped():
 
 
 def test_a_shape_s_phases_say_where_its_wall_time_went():
-    """Issue 17's profile of a timed shape: every part the parent waits for is timed, and the parts add up to no
+    """The profile of a timed shape: every part the parent waits for is timed, and the parts add up to no
     more than the shape's wall time (stop is inside the requests, so the total leaves it out)."""
     s, _ = _schedule()
     t0 = time.perf_counter()
@@ -257,8 +257,8 @@ def test_rounds_cut_short_by_the_deadline_still_spot_check():
 
 
 def test_a_shape_whose_minimum_of_rounds_overruns_its_budget_stops_at_the_budget_after_the_floor():
-    """Calls of seconds (gemm's naive fp32 kernel, 2.2 s a call at 8192^3 on an H200) used to run MIN_ROUNDS whatever
-    the budget; now the budget ends them, never before FLOOR_ROUNDS, and a shape the budget holds is unchanged."""
+    """Calls of seconds (a naive kernel at the largest shapes) do not run MIN_ROUNDS whatever the budget: the budget
+    ends them, never before FLOOR_ROUNDS, and a shape the budget holds is unchanged."""
     def rounds(cand_ms, budget_s):
         s, _ = _schedule(cand_ms=cand_ms, base_ms=0.25, gap_ms=0.5)
         s.run(budget_s=budget_s)
@@ -764,7 +764,7 @@ def test_the_hold_is_the_judges_whatever_the_candidates_launch_costs():
 def test_a_baseline_that_waits_for_the_gpu_does_not_lengthen_the_hold():
     """grouped_gemm_moe's cublas_loop reads its offsets back to the host inside the call: it launches only after the
     hold has run out, however long, so its launch time (which includes the probe's hold) must not size the hold of
-    every side's every call (it set 22.9 ms for a 1.4 ms candidate on an H100)."""
+    every side's every call (it would be many times a fast candidate's call)."""
     from gauntlet.gpu import HOLD_MS
     s, _ = _schedule()
     s.base.host_ms, s.base.waits = 24.0, True

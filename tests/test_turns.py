@@ -726,8 +726,8 @@ def _fake_turn(name: str):
 
 
 def test_a_standing_figure_is_fetched_in_its_own_turn_made_shared_and_judged_after_it(monkeypatch):
-    """The spots need no quiet card (issue 17: fetched and judged inside the turn alone they were 36 s of the 203 s
-    one H100's suite held the card alone, while the other judges waited): the turn is made shared, the spots are
+    """The spots need no quiet card (judged inside the turn alone they would be a large share of the time a suite
+    holds the card alone, while the other judges wait): the turn is made shared, the spots are
     fetched and the workers' buffers let go in it, and they are judged after it."""
     log: list = []
 
