@@ -50,6 +50,10 @@ class Outside:
                 self.tasks.start_up()
             header = go()
         if self.tasks is not None:
+            if header.get("ok"):
+                seen = self.tasks.quiet_look()
+                if seen:
+                    self.pending.append(seen)
             self.tasks.hello()
         return header
 

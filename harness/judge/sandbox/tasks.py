@@ -14,6 +14,12 @@ snapshot before each request and after each reply):
   Each idle interval gives a task IDLE_GRACE_MS of CPU free; what it uses past that, summed over the judgement,
   is background work once it passes IDLE_MIN_MS and IDLE_SHARE of the idle time the sum covers.
 
+- right after the candidate's import, before its first request, the judge watches the worker for QUIET_S: a task
+  other than the main thread that uses CPU then works while nothing was asked of it (a thread started at import
+  that spins). Idle intervals between calls are often too short for the rule above to see such a thread on a
+  loaded host (each one's grace swallows it); this window is the judge's own, so its length does not depend on
+  the load.
+
 What remains out of reach: a pre-existing thread that works only while the main thread runs (during the call and
 the harness's own work after it) is indistinguishable here from a parallel kernel's helpers; one that works at a
 duty cycle under IDLE_SHARE between calls stays under the bound (it gets at most that share of the idle time); a
@@ -31,6 +37,8 @@ TICK_NS = 10**9 // os.sysconf("SC_CLK_TCK")
 IDLE_GRACE_MS = 15.0       # CPU a thread may take in one idle interval: an OpenMP pool's spin after its last region
 IDLE_MIN_MS = 150.0        # a task's CPU past the grace, over the judgement, before it is background work ...
 IDLE_SHARE = 0.1           # ... and its share of the idle time (the grace's worth of each interval taken off)
+# The quiet look after the import: a window this long, and the CPU a task may use in it (whichever is larger).
+QUIET_S, QUIET_MIN_MS, QUIET_CPU_SHARE = 0.06, 6.0, 0.1
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,24 @@ class TaskWatch:
     def hello(self) -> None:
         """After the import: idle intervals are counted from here."""
         self.last, self.last_t = read_tasks(self.pids()), time.monotonic()
+
+    def quiet_look(self, seconds: float = QUIET_S) -> str:
+        """Right after the candidate's import, with the worker waiting for its first request: any task but the main
+        thread that uses QUIET_CPU_SHARE of a window of `seconds` (at least QUIET_MIN_MS) works while nothing was
+        asked of it, e.g. a thread started at import that spins. An honest worker's pools are asleep by then: the
+        import ran no parallel region of theirs a moment ago. '' when nothing was seen."""
+        then = read_tasks(self.pids())
+        time.sleep(seconds)
+        now = read_tasks(self.pids())
+        floor = max(QUIET_MIN_MS * 1e6, QUIET_CPU_SHARE * seconds * 1e9)
+        busy = [(t, t.cpu_ns - then[tid].cpu_ns) for tid, t in sorted(now.items())
+                if tid != self.main and tid in then and then[tid].pid == t.pid and t.cpu_ns - then[tid].cpu_ns >= floor]
+        if not busy:
+            return ""
+        self.reported.update(t.tid for t, _ in busy)
+        return (f"{len(busy)} thread(s) used CPU while the worker waited for its first request, right after the "
+                f"candidate's import ({seconds * 1e3:.0f} ms watched), seen in /proc by the judge: "
+                + ", ".join(t.describe(ns) + self._origin(t.tid) for t, ns in busy[:5]))
 
     def before_request(self) -> None:
         now, t = read_tasks(self.pids()), time.monotonic()
