@@ -1,9 +1,9 @@
 """Leaderboards from results files, as Markdown and as one self-contained HTML page: the entry point.
 
-The work is split by concern: gauntlet.reports.load reads and checks the files, gauntlet.reports.machines groups records by where
-they ran, gauntlet.reports.tables ranks them, gauntlet.reports.explain says what the figures mean (with
-gauntlet.reports.baselines naming each baseline), gauntlet.reports.model assembles what both renderers need, gauntlet.reports.markdown and
-gauntlet.reports.page (a jinja2 template, with gauntlet.reports.charts' SVG) render it, and gauntlet.reports.compare sets two runs side by side.
+The work is split by concern (modules of gauntlet.reports): load reads and checks the files, machines groups records
+by where they ran, tables ranks them, explain says what the figures mean (with baselines naming each baseline), model
+assembles what both renderers need, markdown and page (a jinja2 template, with charts' SVG) render it, and compare sets
+two runs side by side.
 Everything here is data in, text out: no torch, no kernels, no harness import.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import compare as compare_mod
 from .load import (EVAL_SCHEMA, MANY_SCHEMA, RUN_SCHEMA, VERDICTS, BadResults, load_runs, read_run,
-                          validate_run)
+                   validate_run)
 from .machines import merge_groups
 from .markdown import boards_markdown, render_markdown
 from .model import assemble_report, group_view
@@ -24,8 +24,9 @@ __all__ = ["build", "markdown_table", "read_run", "RUN_SCHEMA", "EVAL_SCHEMA", "
 def build(paths: list, out_dir, compare: bool = False, fail_on: float = 5.0) -> dict:
     """Write out_dir/leaderboard.md and out_dir/leaderboard.html from the given results files.
 
-    With `compare`, exactly two files are expected (BASE, NEW) and both pages carry gauntlet.reports.compare's comparison
-    of them (threshold `fail_on` percent); the leaderboard itself shows NEW's records over BASE's, as always.
+    With `compare`, exactly two files are expected (BASE, NEW) and both pages carry gauntlet.reports.compare's
+    comparison of them (threshold `fail_on` percent); the leaderboard itself shows NEW's records over BASE's, as
+    always.
 
     Returns {"markdown": Path, "html": Path, "rows": n, "compare": the comparison or None}, n being the number of
     leaderboard rows (one per solution per problem/dtype table). Raises BadResults (a ValueError) naming the file
