@@ -1,11 +1,10 @@
 """Known-bad (GPU): a correct answer (cuBLAS), and at import a rewrite of its own worker's timing in-process that every
-in-process check misses: each timed call's events report half the GPU time, and the profiler's timeline of the call is
+in-process check misses: each timed call's events report 0.8 of the GPU time, and the profiler's timeline of the call is
 squeezed to match (every GPU activity after the hold's end moved towards it by the same factor), so the measured window
 still holds every kernel. Nothing the tamper watch fingerprints changes: the timing module's global `torch` (a module,
 data the watch leaves alone) is replaced by a proxy whose cuda.Event reports scaled times, and a new global `dict` (a
 name the watch never listed) shadows the builtin where the loop builds each call's observation. The honest twin reads
-about 1.0x cuBLAS; this one would read 2x. (A lie of 0.8 is within what the bound allows in a busy suite:
-gauntlet.judge.timing.outside, SLACK_FRACTION.)
+about 1.0x cuBLAS; this one would read 1.25x.
 
 What catches it: the outside clock (gauntlet.judge.timing.outside), spans of calls timed from the parent, which see
 the GPU time the events under-report. Expected: tampering."""
@@ -20,7 +19,7 @@ DEVICE = "cuda"
 DTYPES = ("bfloat16",)
 TIMING = True
 
-SCALE = 0.5
+SCALE = 0.8
 
 
 class _Event(torch.cuda.Event):
