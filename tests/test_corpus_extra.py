@@ -11,7 +11,10 @@ Each file says, as literals read with `ast` (never imported in this process):
   copy of the repository (marked with .gauntlet_scratch_copy), never in this tree: parallel judgements are not
   disturbed and nothing here is ever modified;
 - optional TIMING (cuda only): the trick acts in the timing phase, so one benchmark shape is timed too, with the
-  device's peaks measured first (the roofline check needs them).
+  device's peaks measured first (the roofline check needs them);
+- optional SERIAL: the outcome depends on the host or card being left to the judgement, which pytest -n cannot
+  promise (the judges' turns hold off other judges, not other tests' processes), so it is marked `serial` and runs
+  alone; the file says why.
 Files without EXPECTED are the original fixtures, listed in tests/test_bad_solutions.py.
 """
 from __future__ import annotations
@@ -35,7 +38,7 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent
 CPU_EXAMPLES = 2          # after the domain's edge cases (up to 10), which catch most of the corpus
 GPU_EXAMPLES = 5
-HINTS = ("EXPECTED", "DEVICE", "DTYPES", "ALSO_ACCEPTED", "CASE", "SCRATCH_REPO", "TIMING")
+HINTS = ("EXPECTED", "DEVICE", "DTYPES", "ALSO_ACCEPTED", "CASE", "SCRATCH_REPO", "TIMING", "SERIAL")
 # Never copied into a scratch repository: caches, environments, results, carried build outputs.
 _NOT_COPIED = {".git", ".carry", ".gauntlet", ".hypothesis", ".venv", ".pytest_cache", "__pycache__", "results",
                "build", ".whl"}
@@ -66,7 +69,8 @@ def _corpus() -> list:
             if not hints:
                 continue
             device = hints.get("DEVICE", "cpu")
-            marks = [pytest.mark.gpu] if device == "cuda" else []
+            marks = ([pytest.mark.gpu] if device == "cuda" else []) + ([pytest.mark.serial] if hints.get("SERIAL")
+                                                                         else [])
             params.append(pytest.param(kind, path, hints, id=f"{kind}/{path.stem}", marks=marks))
     return params
 
@@ -169,4 +173,6 @@ def test_corpus_is_big_enough_and_well_formed():
         else:
             assert hints["EXPECTED"] in CODES and hints["EXPECTED"] != "unsupported", path.name
             assert all(c in CODES for c in hints.get("ALSO_ACCEPTED", ())), path.name
-        assert "Expected:" in (ast.get_docstring(ast.parse(path.read_text())) or ""), f"{path.name}: docstring"
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        assert "Expected:" in doc, f"{path.name}: docstring"
+        assert not hints.get("SERIAL") or "Serial:" in doc, f"{path.name}: a SERIAL file's docstring says why"

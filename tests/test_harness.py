@@ -240,11 +240,9 @@ def test_a_large_blob_crosses_the_sealed_area_and_nothing_the_sender_does_there_
     judge.close()
 
 
-def test_a_spot_blob_taken_for_the_gpu_is_read_from_the_area_as_a_tensor_and_checked_like_any_blob():
-    """Area.take with a CUDA device (a spot-checked timed output): the bytes go from the judge's read-only mapping
-    onto the device as a uint8 tensor (protocol._area_view, then one copy to the device), which tensor_from_wire reads
-    like a host blob, size check included. Where no CUDA is running (here) the host path is taken as before."""
-    import warnings
+def _spot_area():
+    """A sealed area (the judge's side) holding a 2 MiB tensor's blob at offset 4096, written by the worker's side;
+    skips where this kernel has no sealable memfd."""
     judge = protocol.Area.create(8 << 20)
     if judge is None:
         pytest.skip("no sealable memfd here")
@@ -252,6 +250,17 @@ def test_a_spot_blob_taken_for_the_gpu_is_read_from_the_area_as_a_tensor_and_che
     t = torch.arange(1 << 19, dtype=torch.float32).reshape(512, 1024)          # 2 MiB
     meta, blob = protocol.tensor_to_wire(t)
     worker.put(4096, blob)
+    return judge, worker, t, meta
+
+
+def test_a_spot_blob_taken_for_the_gpu_where_no_cuda_runs_is_read_from_the_area_as_host_bytes(monkeypatch):
+    """Area.take with a CUDA device (a spot-checked timed output) in a process where CUDA is not running takes the
+    host path: a copy of the bytes, read by tensor_from_wire like any blob, size check included. Whether CUDA runs
+    in this process is the process's state, not the test's: under pytest -n a GPU test that ran earlier in the same
+    xdist worker has started it, so the test says "not running" itself (the device path is the test below)."""
+    import warnings
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    judge, worker, t, meta = _spot_area()
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the read-only mapping's warning is the harness's to silence
         view = protocol._area_view(judge.map, 4096, t.numel() * 4)
@@ -261,6 +270,26 @@ def test_a_spot_blob_taken_for_the_gpu_is_read_from_the_area_as_a_tensor_and_che
     del view
     host = judge.take(4096, t.numel() * 4, device="cuda")
     assert not isinstance(host, torch.Tensor) and torch.equal(protocol.tensor_from_wire(meta, host), t)
+    worker.close()
+    judge.close()
+
+
+@pytest.mark.gpu
+def test_a_spot_blob_taken_for_the_gpu_is_read_from_the_area_as_a_tensor_and_checked_like_any_blob():
+    """Area.take with a CUDA device where CUDA runs (the judge on a GPU): the bytes go from the judge's read-only
+    mapping onto the device as a uint8 tensor (protocol._area_view, then one copy to the device), which
+    tensor_from_wire reads like a host blob, size check included; bytes the worker writes there afterwards change
+    nothing taken."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    torch.cuda.init()
+    judge, worker, t, meta = _spot_area()
+    on = judge.take(4096, t.numel() * 4, device="cuda")
+    assert isinstance(on, torch.Tensor) and on.is_cuda and on.dtype == torch.uint8 and on.numel() == t.numel() * 4
+    worker.put(4096, bytes(t.numel() * 4))            # the worker zeroes the area: the copy taken stands
+    assert torch.equal(protocol.tensor_from_wire(meta, on).cpu(), t)
+    with pytest.raises(ValueError, match="needs"):
+        protocol.tensor_from_wire(meta, on[:-4])
     worker.close()
     judge.close()
 

@@ -159,7 +159,9 @@ def test_an_observed_cpu_call_carries_empty_stream_lists():
 def test_the_warm_up_probe_tells_a_call_that_waits_for_the_gpu_from_a_long_launch():
     """Bench.warm's `waits_for_gpu`: a call with a host sync inside (grouped_gemm_moe's cublas_loop reads offsets
     back) is found, and one whose launch is merely long (a host sleep, no sync) is not: the judge sizes the hold
-    from the second and not the first (gauntlet.judge.timing.bench.Schedule.run)."""
+    from the second and not the first (gauntlet.judge.timing.bench.Schedule.run). A fast call needs no second probe,
+    and gets none where its launches took under half the probe's hold; on a loaded host (pytest -n beside it) one
+    of its launches can be preempted for longer, and then the second probe must find that it does not wait."""
     from gauntlet.child.timing import PROBE_HOLD_MS, Bench
     x = torch.randn(256, 256, device="cuda")
 
@@ -173,6 +175,8 @@ def test_the_warm_up_probe_tells_a_call_that_waits_for_the_gpu_from_a_long_launc
 
     for fn, waits in ((syncs, True), (slow_launch, False), (lambda a: a * 3, None)):
         found = Bench(fn, lambda seed: [x.clone()], n_sets=1).warm()
+        if waits is None and found["host_ms"] >= 0.5 * PROBE_HOLD_MS:    # a launch the busy host held up
+            waits = False
         assert found.get("waits_for_gpu") == waits, (fn, found)
 
 

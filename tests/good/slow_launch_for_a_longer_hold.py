@@ -5,7 +5,11 @@ bought a hold of ~4.7 ms, long enough for the side stream's GEMM to run beside i
 before the start event fired, so the events timed almost nothing. The hold's length is now the judge's
 (gauntlet.judge.timing.bench: HOLD_MS, or a baseline's own launch time, measured in the clean worker), the hold takes
 every SM, and the launch that outlasts it is paid for in the candidate's own time: slow, honestly measured, not
-rejected. Expected: pass."""
+rejected. Serial: every timed call leaves the GPU idle for most of its 3 ms while the host spins, so every call is
+starved and the judge times the shape again with the host to itself; that turn holds off other judges, not the
+processes of tests beside it under pytest -n (CPU-bound tests, GPU work run outside the judges' turns), and the
+figure, the window of its unordered stream and its spot checks then rest on them: judged alone, they rest on the
+candidate. Expected: pass."""
 import importlib.util
 import os
 import time
@@ -17,6 +21,7 @@ EXPECTED = "pass"
 DEVICE = "cuda"
 DTYPES = ("bfloat16",)
 TIMING = True
+SERIAL = True
 
 _path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "solutions", "gemm", "triton_tiled.py")
 _spec = importlib.util.spec_from_file_location("honest_triton_tiled", _path)
