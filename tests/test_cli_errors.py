@@ -143,6 +143,10 @@ def test_run_judges_the_shipped_solutions_when_asked_or_when_there_are_none_of_o
     assert run._own([theirs], checkout, args) == [theirs]
     with pytest.raises(run.UsageError, match=r"hold no solution; add <problem>/<name>.py there, or --shipped"):
         run._own([theirs], sp, args)
+    bare = searchpath.SearchPath(problems=(tmp_path / "kernels" / "problems",), solutions=(), project=tmp_path)
+    with pytest.raises(run.UsageError, match="no solutions folder beside your problems folder; add "
+                       + re.escape(str(tmp_path / "kernels" / "solutions")) + "/<problem>/<name>.py, or --shipped"):
+        run._own([theirs], bare, args)
 
 
 def test_run_skips_a_solution_that_does_not_enter_the_asked_dtype(tmp_path):

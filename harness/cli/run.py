@@ -148,11 +148,15 @@ def _own(plan: list, sp, args) -> list:
     if args.shipped or args.problem or not (sp.problems or sp.solutions):
         return plan
     mine = [(p, s) for p, s in plan if any(s.path.resolve().is_relative_to(root) for root in sp.solutions)]
-    if not mine:
-        where = ", ".join(str(f) for f in sp.solutions) or "none (no solutions/ beside your problems folder)"
+    if not mine and sp.solutions:
+        where = ", ".join(str(f) for f in sp.solutions)
         raise UsageError(f"nothing to run: your solutions folders ({where}) hold no solution"
                          f"{' matching --solution' if args.solution else ''}; add <problem>/<name>.py there, or "
                          "--shipped to judge Gauntlet's own")
+    if not mine:
+        beside = ", ".join(str(Path(folder).parent / "solutions") for folder in sp.problems)
+        raise UsageError(f"nothing to run: there is no solutions folder beside your problems folder; add "
+                         f"{beside}/<problem>/<name>.py, or --shipped to judge Gauntlet's own")
     if len(mine) < len(plan):
         print(f"gauntlet run: your {len(mine)} solution(s) only, of {len(plan)} on the search path (--shipped for "
               "Gauntlet's own too)", file=sys.stderr)
