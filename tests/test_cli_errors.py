@@ -143,6 +143,64 @@ def test_run_judges_the_shipped_solutions_when_asked_or_when_there_are_none_of_o
     assert run._own([theirs], checkout, args) == [theirs]
     with pytest.raises(run.UsageError, match=r"hold no solution; add <problem>/<name>.py there, or --shipped"):
         run._own([theirs], sp, args)
+    bare = searchpath.SearchPath(problems=(tmp_path / "kernels" / "problems",), solutions=(), project=tmp_path)
+    with pytest.raises(run.UsageError, match="no solutions folder beside your problems folder; add "
+                       + re.escape(str(tmp_path / "kernels" / "solutions")) + "/<problem>/<name>.py, or --shipped"):
+        run._own([theirs], bare, args)
+
+
+def test_run_skips_a_solution_that_does_not_enter_the_asked_dtype(tmp_path):
+    """`run --dtype X` judges the solutions that enter X; one whose DTYPES leaves X out is skipped (no record, not a
+    `nothing_judged` failure) and the run says which it skipped."""
+    (tmp_path / "pyproject.toml").write_text("[tool.gauntlet]\nproblems = 'problems'\n")
+    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / "mm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    yaml = tmp_path / "problems" / "mm" / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
+    (tmp_path / "solutions" / "mm").mkdir(parents=True)
+    for name, dtypes in (("f32", "('float32',)"), ("bf16", "('bfloat16',)")):
+        (tmp_path / "solutions" / "mm" / f"{name}.py").write_text(
+            f"BACKEND = 'torch'\nDTYPES = {dtypes}\n\ndef solve(a, b):\n    return a @ b\n")
+    args = ["run", "--device", "cpu", "--no-timing", "--out", "r.json", "--dtype", "float32"]
+    code, _, err = _cli(*args, cwd=tmp_path)
+    assert code == 0, err
+    assert "gauntlet run: skipped 1 solution(s) that do not enter --dtype float32" in err and "mm/bf16" in err, err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [(r["solution"], r["verdict"]) for r in doc["records"]] == [("f32", "pass")]
+    (tmp_path / "solutions" / "mm" / "f32.py").unlink()
+    code, out, _ = _cli(*args, "--json", cwd=tmp_path)
+    doc = _one_json(out)
+    assert code == 2 and "no solution enters --dtype float32" in doc["error"] and "mm/bf16" in doc["error"], doc
+
+
+def test_run_keeps_a_solution_whose_dtypes_it_cannot_read_or_that_enters_none():
+    """A DTYPES computed at import is unknown to the parent: the solution is judged (the judge sees the real one),
+    never skipped unseen; so is one whose DTYPES enters none of its problem's dtypes (`nothing_judged` whatever was
+    asked: a broken file); without --dtype nothing is filtered."""
+    from argparse import Namespace
+
+    from gauntlet.cli import run
+    problem = Namespace(id="mm", dtypes={"float32": None, "bfloat16": None})
+    only_bf16 = (problem, Namespace(name="bf16", dtypes=("bfloat16",)))
+    unread = (problem, Namespace(name="computed", dtypes=None))
+    none = (problem, Namespace(name="none", dtypes=()))
+    foreign = (problem, Namespace(name="foreign", dtypes=("float64",)))
+    assert run._entering([only_bf16, unread, none, foreign], ["float32"]) == [unread, none, foreign]
+    assert run._entering([only_bf16, unread], None) == [only_bf16, unread]
+    assert run._entering([only_bf16], ["bfloat16", "float32"]) == [only_bf16]
+
+
+def test_a_runs_failure_line_is_the_first_line_of_a_multiline_detail():
+    from argparse import Namespace
+
+    from gauntlet.cli import output
+    detail = ("the import of /x/s.py failed: ModuleNotFoundError: No module named 'nope'\n"
+              '  File "/x/s.py", line 2, in <module>\n    import nope')
+    record = Namespace(verdict="error", reasons=[{"code": "import_error", "detail": detail, "repro": None}],
+                       problem="mm", path="/x/s.py", device="cpu", seed=3)
+    said, replay = output.failure_lines(record)
+    assert said == "    [import_error] the import of /x/s.py failed: ModuleNotFoundError: No module named 'nope' (...)"
+    assert replay.startswith("    replay: ") and replay.endswith("eval mm /x/s.py --device cpu --seed 3"), replay
 
 
 def test_a_killed_judge_leaves_no_worker_running(tmp_path):

@@ -133,12 +133,16 @@ def runnable(command: str) -> str:
 
 
 def failure_lines(record) -> list[str]:
-    """What a run says under a judgement that did not pass: the first reason's detail, cut to DETAIL_CHARS, and the
-    command that replays it (the reason's own, a failing case's; else the whole judgement again, with its seed)."""
+    """What a run says under a judgement that did not pass: the first line of the first reason's detail, cut to
+    DETAIL_CHARS (a traceback's later lines would break the progress's indentation mid-frame; `eval` and the record
+    show it all), and the command that replays it (the reason's own, a failing case's; else the whole judgement
+    again, with its seed)."""
     if record.verdict in ("pass", "unsupported") or not record.reasons:
         return []
     first = record.reasons[0]
-    detail = first["detail"] if len(first["detail"]) <= DETAIL_CHARS else first["detail"][:DETAIL_CHARS - 3] + "..."
+    lines = first["detail"].strip().splitlines() or [""]
+    detail = lines[0] if len(lines[0]) <= DETAIL_CHARS else lines[0][:DETAIL_CHARS - 3] + "..."
+    detail += " (...)" if len(lines) > 1 else ""
     more = f" (and {len(record.reasons) - 1} more reason(s) in the results file)" if len(record.reasons) > 1 else ""
     repro = next((r["repro"] for r in record.reasons if r.get("repro")), "")
     if not repro:

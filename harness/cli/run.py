@@ -49,6 +49,7 @@ def run(args) -> int:
     if not plan:
         raise UsageError("nothing to run: no solution matches the filters")
     options.check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
+    plan = _entering(plan, args.dtype)
     if device == "cpu" and not args.examples:
         print(f"gauntlet run on the CPU: {options.CPU_RUN_EDGES} edge cases and {options.CPU_RUN_EXAMPLES} examples "
               "per dtype and no timing (a smoke check; "
@@ -147,15 +148,49 @@ def _own(plan: list, sp, args) -> list:
     if args.shipped or args.problem or not (sp.problems or sp.solutions):
         return plan
     mine = [(p, s) for p, s in plan if any(s.path.resolve().is_relative_to(root) for root in sp.solutions)]
-    if not mine:
-        where = ", ".join(str(f) for f in sp.solutions) or "none (no solutions/ beside your problems folder)"
+    if not mine and sp.solutions:
+        where = ", ".join(str(f) for f in sp.solutions)
         raise UsageError(f"nothing to run: your solutions folders ({where}) hold no solution"
                          f"{' matching --solution' if args.solution else ''}; add <problem>/<name>.py there, or "
                          "--shipped to judge Gauntlet's own")
+    if not mine:
+        beside = ", ".join(str(Path(folder).parent / "solutions") for folder in sp.problems)
+        raise UsageError(f"nothing to run: there is no solutions folder beside your problems folder; add "
+                         f"{beside}/<problem>/<name>.py, or --shipped to judge Gauntlet's own")
     if len(mine) < len(plan):
         print(f"gauntlet run: your {len(mine)} solution(s) only, of {len(plan)} on the search path (--shipped for "
               "Gauntlet's own too)", file=sys.stderr)
     return mine
+
+
+def _entering(plan: list, wanted) -> list:
+    """With --dtype, the solutions that enter at least one dtype asked for. A solution whose DTYPES (or whose
+    problem's dtypes) leave them all out has nothing to be judged on: it is skipped, not a `nothing_judged` failure,
+    since the run asked for a dtype the file never claimed; the run says which it skipped. Two are kept for the judge
+    to fail as `nothing_judged`, whatever was asked: a DTYPES that enters none of its problem's dtypes (a broken file,
+    not a narrow one), and one the parent cannot read (computed at import: the judge sees the real one)."""
+    if not wanted:
+        return plan
+    skip = [_dtypes(p, s, None) and not _dtypes(p, s, wanted) for p, s in plan]
+    kept = [job for job, out in zip(plan, skip) if not out]
+    skipped = [f"{p.id}/{s.name}" for (p, s), out in zip(plan, skip) if out]
+    if not kept:
+        raise UsageError(f"nothing to run: no solution enters --dtype {', '.join(wanted)} (their DTYPES or their "
+                         f"problem's dtypes leave it out: {_some(skipped)})")
+    if skipped:
+        print(f"gauntlet run: skipped {len(skipped)} solution(s) that do not enter --dtype {', '.join(wanted)} "
+              f"(their DTYPES or their problem's dtypes leave it out): {_some(skipped)}", file=sys.stderr)
+    return kept
+
+
+def _dtypes(problem, solution, wanted) -> list:
+    """The dtypes of `wanted` this solution is judged on: its problem's, narrowed by its DTYPES where it has one."""
+    return [d for d in problem.dtypes if (not wanted or d in wanted)
+            and (solution.dtypes is None or d in solution.dtypes)]
+
+
+def _some(names: list, shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _stop_run(stop, args, results, keys, settled, in_flight, tally) -> int:
@@ -191,5 +226,4 @@ def _weight(problem, solution, wanted) -> int:
     card the suite's tail is the last long judgements left running alone; starting the long ones first shortens it,
     and this stand-in gets part of what knowing each wall beforehand would (docs/benchmarks.md, "Figures moved from
     docstrings")."""
-    dtypes = [d for d in (solution.dtypes or problem.dtypes) if not wanted or d in wanted]
-    return max(1, len(dtypes)) * (2 if solution.backend in ("triton", "cute") else 1)
+    return max(1, len(_dtypes(problem, solution, wanted))) * (2 if solution.backend in ("triton", "cute") else 1)
