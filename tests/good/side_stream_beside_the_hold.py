@@ -7,7 +7,11 @@ kernel whose honest ratio was 0.96x, H100). The hold now takes every SM of the G
 starts only as the hold's blocks retire (on an H100, 0.6-0.7 us before the hold's recorded end) and is timed in
 full, and the profiler's timeline shows it inside the window (gauntlet.judge.timing.window; it takes the SMs before the
 begin marker gets one, which the window allows for): an honest but unordered side stream is not rejected, and gets
-its honest speedup (compare the shipped kernel's, scripts/timing_probe.py --window). Expected: pass."""
+its honest speedup (compare the shipped kernel's, scripts/timing_probe.py --window). Expected: pass.
+
+Serial: the GEMM waits for the hold only because the hold holds every SM; under pytest -n other tests' processes
+run kernels on the same card outside the judges' turns, and with the hold's blocks sharing the SMs with theirs the
+GEMM can start long before the hold ends: `tampering`, outside the window."""
 import importlib.util
 import os
 
@@ -18,6 +22,7 @@ EXPECTED = "pass"
 DEVICE = "cuda"
 DTYPES = ("bfloat16",)
 TIMING = True
+SERIAL = True
 
 _path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "solutions", "gemm", "triton_tiled.py")
 _spec = importlib.util.spec_from_file_location("honest_triton_tiled", _path)
