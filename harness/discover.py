@@ -130,6 +130,20 @@ def all_problems(sp: SearchPath | None = None) -> list[Problem]:
     return [_checked(load_problem(loc.folder), sp, loc) for loc in locate_problems(sp).values()]
 
 
+def problems_and_errors(sp: SearchPath | None = None) -> tuple[list[Problem], dict[str, str]]:
+    """Every problem on the search path that loads, and for each one that does not, its error (by folder name): one
+    author's typo must not keep a run from judging the other problems (`gauntlet run` reports it as the problem's
+    fault, as pytest fails that problem's own items)."""
+    sp = sp or search_path()
+    found, broken = [], {}
+    for name, loc in locate_problems(sp).items():
+        try:
+            found.append(_checked(load_problem(loc.folder), sp, loc))
+        except ProblemError as exc:          # a search path the user got wrong still stops the run: SearchPathError
+            broken[name] = str(exc)
+    return found, broken
+
+
 def _checked(problem: Problem, sp: SearchPath, located: Located) -> Problem:
     """The problem's baselines are solutions that exist: a typo is the problem author's error, said at load. Their
     files are kept on the problem (`baseline_paths`), so every process judges against the very same ones."""

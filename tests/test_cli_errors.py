@@ -337,3 +337,33 @@ def test_a_new_users_errors_say_what_exists_and_what_to_write(tmp_path):
                                     "    def forward(self, a, b):\n        return a @ b\n")
     code, _, err = _cli("eval", "mm", "kb.py", "--device", "cpu", "--problems", "problems", cwd=tmp_path)
     assert code == 2 and f"To judge one, add to {yaml}:\n  kernelbench: {{inputs: [a, b]}}\n" in err, err
+
+
+def test_run_judges_the_other_problems_when_one_is_broken_and_blames_its_author(tmp_path):
+    """A typo in one problem.yaml of a user's repository: `run` judges the other problems, says which one it left out
+    and why, keeps that in the results file (`problem_errors`, blamed on the problem) and exits 1; with every problem
+    broken there is nothing to judge, and the error is the problem's (exit 2)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.gauntlet]\nproblems = 'problems'\n")
+    for name in ("good", "typo"):
+        shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        yaml = tmp_path / "problems" / name / "problem.yaml"
+        yaml.write_text(yaml.read_text().replace("id: gemm", f"id: {name}"))
+        (tmp_path / "solutions" / name).mkdir(parents=True)
+        (tmp_path / "solutions" / name / "mm.py").write_text(
+            "BACKEND = 'torch'\nDTYPES = ('float32',)\n\ndef solve(a, b):\n    return a @ b\n")
+    yaml = tmp_path / "problems" / "typo" / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("k_norm:", "k_nrom:", 1))
+    args = ["run", "--device", "cpu", "--no-timing", "--out", "r.json", "--dtype", "float32"]
+    code, out, err = _cli(*args, "--json", cwd=tmp_path)
+    assert code == 1, err
+    assert "problem 'typo' is not judged" in err and "k_nrom" in err, err
+    doc = _one_json(out)
+    assert [(r["problem"], r["verdict"]) for r in doc["records"]] == [("good", "pass")]
+    assert [(e["problem"], e["blame"]) for e in doc["problem_errors"]] == [("typo", "problem")]
+    assert "k_nrom" in doc["problem_errors"][0]["error"]
+    assert json.loads((tmp_path / "r.json").read_text())["problem_errors"] == doc["problem_errors"]
+    shutil.rmtree(tmp_path / "problems" / "good")
+    code, out, _ = _cli(*args, "--json", cwd=tmp_path)
+    doc = _one_json(out)
+    assert code == 2 and doc["blame"] == "problem" and "k_nrom" in doc["error"], doc

@@ -42,10 +42,22 @@ def run(args) -> int:
     from ..judge.records.results import EvalRecord, ResultsFile, describe_stages, stage_totals
     device = options.device(args)
     preset = options.run_preset(args, device)
-    problems = [discover.get_problem(p) for p in args.problem] if args.problem else discover.all_problems()
+    broken: dict[str, str] = {}
+    if args.problem:
+        problems = [discover.get_problem(p) for p in args.problem]
+    else:
+        problems, broken = discover.problems_and_errors()
+        for name, error in broken.items():
+            print(f"gauntlet run: problem {name!r} is not judged, its folder is broken (the problem author's to "
+                  f"fix): {error}", file=sys.stderr)
     plan = [(p, s) for p in problems for s in discover.solutions_for(p.id)
             if not args.solution or s.name in args.solution]
-    plan = _own(plan, discover.search_path(), args)
+    try:
+        plan = _own(plan, discover.search_path(), args)
+    except UsageError:
+        if broken:       # nothing left of the user's own: the broken problem is the cause, said as its author's
+            raise discover.ProblemError(next(iter(broken.values()))) from None
+        raise
     if not plan:
         raise UsageError("nothing to run: no solution matches the filters")
     options.check_dtypes(tuple(args.dtype) if args.dtype else None, problems)
@@ -58,7 +70,9 @@ def run(args) -> int:
         print(f"gauntlet run on cuda: every dtype's correctness in full; {'; '.join(preset)}", file=sys.stderr)
     executor = options.executor(args, device)
     results = ResultsFile(Path(args.out), output.env(device), resume=not args.fresh)
-    failed = 0
+    results.doc["problem_errors"] = [{"problem": name, "blame": "problem", "error": error}
+                                     for name, error in broken.items()]
+    failed = len(broken)
     tally = {"resumed": 0, "re-judged": 0, "new": 0}
     keys = [f"{problem.id}/{solution.name}@{device}" for problem, solution in plan]
     settled: set[str] = set()          # resumed or judged in this run, in the results file
