@@ -4,14 +4,16 @@ A GPU group is told what its speedups are against (each problem's baselines, nam
 are made, what a rank and a colour mean, and what each verdict and reason code on it means; a CPU group is told that
 nothing was timed and what its grid shows instead. Every group says which machine, software and commit produced it.
 
-The texts are plain strings, renderer-neutral: gauntlet.reports.page and gauntlet.reports.markdown escape them like
-any other value. The rules they describe live in the harness; the figures below mirror it (copied, not imported, so
-that reading results never drags in the harness; tests/test_reports.py checks that the copies still match).
+The texts are plain strings, renderer-neutral: gauntlet.reports.page and gauntlet.reports.markdown escape them like any
+other value. The reason codes and their meanings are the harness's own (gauntlet.reasons, a module that imports the
+standard library only); the timing figures below mirror gauntlet.judge.timing.scoring (copied, not imported, so that
+reading results never loads the judge; tests/test_report_explain.py checks that the copies still match).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..reasons import CODES
 from .baselines import describe_baseline
 from .machines import Group, describe_environment, label_machine
 
@@ -19,38 +21,6 @@ from .machines import Group, describe_environment, label_machine
 BOOTSTRAP_N = 2000
 SYSTEMATIC_FLOOR = 0.003
 HOST_BOUND_FLOOR = 0.03
-
-# Mirror of gauntlet.reasons.CODES: code -> (the verdict it implies, what it means).
-CODES = {
-    "mismatch": ("fail", "values outside the tolerance against the fp64 oracle"),
-    "nan_mismatch": ("fail", "NaN/Inf where the reference has none, or the other way round"),
-    "wrong_shape": ("fail", "output shape differs from the reference's"),
-    "wrong_dtype": ("fail", "output dtype differs from the reference's"),
-    "wrong_device": ("fail", "output is not on the inputs' device"),
-    "not_a_tensor": ("fail", "output is not a plain torch.Tensor (subclasses count as not a tensor)"),
-    "output_aliases_input": ("fail", "output shares memory with an input"),
-    "wrong_layout": ("fail", "output strides are not the layout the problem declares (contiguous by default)"),
-    "output_retained": ("fail", "the output's memory is still held by the candidate after the call (module state, "
-                                "or a buffer shared with another call's output)"),
-    "input_mutated": ("fail", "an input changed during the call"),
-    "out_of_bounds_write": ("fail", "the call wrote into the guard bands just before or after an input"),
-    "stale_output": ("fail", "the answer belongs to an earlier call, not this one"),
-    "forbidden_op": ("fail", "a non-torch backend computed with a library op (matmul, attention, ...)"),
-    "tampering": ("fail", "the candidate patched the harness, torch's checking functions or the timers"),
-    "background_work": ("fail", "threads, processes or GPU work still running after solve returned"),
-    "below_roofline": ("fail", "a time faster than the hardware allows (FLOP/peak or bytes/bandwidth)"),
-    "crash": ("error", "the candidate raised, or its process died"),
-    "timeout": ("timeout", "the candidate ran past its wall-clock limit"),
-    "import_error": ("error", "the solution file could not be imported, or breaks its format's contract "
-                              "(BACKEND/solve; class ModelNew; custom_kernel)"),
-    "nothing_judged": ("fail", "no dtype was judged: the solution's DTYPES share none with the problem's (or with "
-                               "the dtypes asked for), so nothing it computes was checked"),
-    "unsupported": ("unsupported", "the backend is not available on this device, or the file is of a kind Gauntlet "
-                                   "cannot judge (C++ built with load_inline; no mapping of its format onto the "
-                                   "problem): not a failure"),
-    "interrupted": ("interrupted", "the judge was stopped (SIGINT, SIGTERM) before the judgement finished: it says "
-                                   "nothing about the candidate"),
-}
 
 VERDICTS = ("pass: every fuzzed case agreed with the fp64 oracle within the problem's tolerance and no check fired; "
             "fail: a check caught it (its reason codes follow the verdict); error: it raised, its process died, or "

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# Mirrors of gauntlet.judge.records.results.RUN_SCHEMA / EVAL_SCHEMA and gauntlet.reasons.VERDICTS. Copied rather than
-# imported so that reading results never drags in the harness (and, through it, torch); tests/test_reports.py checks
-# that the copies still match.
+from ..reasons import VERDICTS
+
+# Mirrors of gauntlet.judge.records.results.RUN_SCHEMA / EVAL_SCHEMA. Copied rather than imported so that reading
+# results never drags in the judge (and, through it, torch); tests/test_reports.py checks that the copies still match.
+# The verdicts are gauntlet.reasons' own: that module imports the standard library only.
 RUN_SCHEMA = "gauntlet.run/1"
 EVAL_SCHEMA = "gauntlet.eval/1"
 MANY_SCHEMA = "gauntlet.many/1"
-VERDICTS = ("pass", "fail", "error", "timeout", "unsupported", "interrupted")
 
 
 class BadResults(ValueError):
