@@ -58,8 +58,8 @@ def explain_group(group: Group, view, runs: list[tuple[str, dict]]) -> Explanati
 
 
 def timed_items(host_bound_here: bool) -> list[tuple[str, str, str]]:
-    host = (f", or by {100 * HOST_BOUND_FLOOR:g}% where the baseline's calls wait for the GPU (it then times this "
-            "host as well, and moves more from run to run)")
+    host = (f", or by {100 * HOST_BOUND_FLOOR:g}% where a baseline whose calls wait for the GPU was timed through "
+            "its host launches (it then times this host as well, and moves more from run to run)")
     return [
         ("Speedup", "the baseline's time over the solution's on the same shape: above 1× the solution is faster. "
                     "Both are timed in the same run on the same card, in alternating rounds of calls so that drift "
@@ -93,8 +93,9 @@ def sources(group: Group, runs: list[tuple[str, dict]]) -> list[str]:
 
 
 def host_bound(group: Group) -> bool:
-    """Whether any baseline on this machine was timed through its host launches (its wider interval floor)."""
-    return any(isinstance(base, dict) and base.get("waits_for_gpu")
+    """Whether any baseline on this machine was timed through its host launches (its wider interval floor): one whose
+    calls wait for the GPU and that was not timed by its kernels (records made before `timed_by` existed)."""
+    return any(isinstance(base, dict) and base.get("waits_for_gpu") and base.get("timed_by") != "kernels"
                for record in group.records.values() for timing in record.get("timings", [])
                for base in (timing.get("baselines") or {}).values())
 

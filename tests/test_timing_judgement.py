@@ -315,28 +315,34 @@ def test_timing_stops_once_the_ratio_is_precise_and_goes_on_while_it_is_not():
     assert len({r["round"] for r in s.samples["candidate"]}) == bench.MAX_ROUNDS
 
 
-def test_a_baseline_that_waits_for_the_gpu_is_timed_to_its_own_precision():
-    """A baseline timed through its host launches (`waits_for_gpu`) jitters by batch more than PRECISION allows in
-    MAX_ROUNDS; as the only baseline it is asked for WAIT_PRECISION instead, and only it: the same jitter from a
-    baseline that does not wait keeps timing to MAX_ROUNDS. (Beside a baseline that does not wait, it holds nothing:
-    test_a_waiting_baseline_beside_another_does_not_hold_the_timing.)"""
-    def jittery(waits):
+def test_a_baseline_that_waits_for_the_gpu_is_timed_by_its_kernels():
+    """A baseline whose calls wait for the GPU (`waits_for_gpu`: a host sync inside, then its launches) is timed by
+    its kernels' busy time in each window, not its events: the host's delay before its launches, however it jitters
+    from batch to batch, neither moves its figure nor holds the timing, and is kept beside it as
+    host_inclusive_ms; jitter in its kernels holds the timing to PRECISION like any baseline's."""
+    def run(host_jitter_us, kernel_jitter):
         s, _ = _schedule()
-        s.base.waits = waits
-        s.base.host_ms = 6.0 if waits else 0.05
+        s.base.waits, s.base.host_ms = True, 6.0
         rng = random.Random(5)
         plain = FakeWorker.request
 
         def jitter(self, header, timeout, what, max_blob=0):
             if header.get("op") == "bench_batch" and header["calls"]:
-                self.ms = 0.25 * (1 + 0.04 * rng.uniform(-1, 1))
+                self.ms = 0.25 * (1 + kernel_jitter * rng.uniform(-1, 1))
+                self.starve_us = host_jitter_us * rng.random()
             return plain(self, header, timeout, what, max_blob)
         s.base.request = jitter.__get__(s.base)
         s.run(budget_s=60.0)
         assert not s.reasons
-        return len({r["round"] for r in s.samples["candidate"]})
-    assert bench.MIN_ROUNDS <= jittery(True) < bench.MAX_ROUNDS // 2
-    assert jittery(False) == bench.MAX_ROUNDS
+        return s, len({r["round"] for r in s.samples["candidate"]})
+    s, rounds = run(host_jitter_us=400.0, kernel_jitter=0.0)
+    assert bench.MIN_ROUNDS <= rounds < bench.MAX_ROUNDS // 2
+    figs = s.figures()["cublas"]
+    assert s.by_kernels == {"cublas"} and figs["timed_by"] == "kernels"
+    assert figs["ms"] == pytest.approx(0.25, rel=0.02)                  # the kernel's time, the host's wait gone
+    assert figs["host_inclusive_ms"] > figs["ms"] + 0.05               # the events' figure, kept beside it
+    assert figs["starved_calls"][0] == 0
+    assert run(host_jitter_us=0.0, kernel_jitter=0.04)[1] == bench.MAX_ROUNDS
 
 
 def test_a_waiting_baseline_beside_another_does_not_hold_the_timing():
@@ -351,6 +357,9 @@ def test_a_waiting_baseline_beside_another_does_not_hold_the_timing():
     assert not s.precise_enough(["cublas", "grouped_mm"])      # the other's does
     s.samples = dict(cand, cublas=wild)
     assert not s.precise_enough(["cublas"])                    # alone, it is asked for WAIT_PRECISION
+    s.by_kernels = {"cublas"}                  # timed by its kernels (a profiler timeline): held like any other
+    s.samples = dict(cand, cublas=wild, grouped_mm=steady)
+    assert not s.precise_enough(["cublas", "grouped_mm"])
 
 
 def test_a_baseline_that_waits_for_the_gpu_reports_a_wider_interval():
@@ -489,6 +498,21 @@ def test_a_call_the_host_launched_after_the_hold_ran_out_shows_its_idle_time_and
     assert window._idle(0.0, 100.0, [(0.0, 30.0), (50.0, 100.0)]) == 20.0
     assert window._idle(10.0, 100.0, [(-50.0, 20.0), (90.0, 150.0)]) == 70.0
     assert window._idle(0.0, 100.0, []) == 100.0
+
+
+def test_a_call_s_busy_time_is_its_kernels_with_launch_latencies_joined():
+    """window.busy_us: what the call's kernels kept the GPU inside the window. A host that launched late adds idle
+    time, not busy time; a gap under JOIN_US between two kernels (a launch's latency, as between a CUDA graph's
+    kernels) counts as busy, a longer one (the host between two launches) does not."""
+    call, ms = _timed(ms=0.2, starve_us=300.0)
+    margins = window.check(call, ms)[1]
+    assert margins["busy_us"] == pytest.approx(200.0, abs=0.01) and margins["idle_us"] > 300
+    us = 1e3
+    assert window._busy(0.0, 100 * us, [(0.0, 30 * us), (33 * us, 60 * us)]) == 60 * us          # 3 us apart
+    assert window._busy(0.0, 100 * us, [(0.0, 30 * us), (50 * us, 60 * us)]) == 40 * us          # 20 us apart
+    assert window._busy(10 * us, 100 * us, [(-50 * us, 20 * us), (90 * us, 150 * us)]) == 20 * us  # clipped
+    assert window._busy(0.0, 100 * us, [(0.0, 60 * us), (40 * us, 80 * us)]) == 80 * us         # overlap once
+    assert window._busy(0.0, 100 * us, []) == 0.0
 
 
 def test_a_starved_calls_idle_time_is_placed_before_between_or_after_its_kernels():

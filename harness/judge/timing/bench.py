@@ -1,16 +1,14 @@
 """The timing schedule, run by the trusted parent: candidate and baselines in separate processes, in short rounds.
 
-Why two processes: a baseline timed inside the candidate's process can be slowed by anything the candidate does
-there (a patched torch function, an environment variable or torch switch set at import, a thread). The baselines run
-in a worker that never imported candidate code (role `baseline`), on the same GPU, with fresh inputs of the shape.
+Why two processes: in the candidate's process anything it does (a patched torch function, a switch set at import, a
+thread) can slow a baseline. The baselines run in a worker that never imported candidate code (role `baseline`).
 
 One round = one short batch of timed calls per side, in a shuffled order. While one side's batch runs, the other
 worker is SIGSTOPped (its escaped processes too), so nothing of the candidate runs while a baseline is timed.
 Work the candidate might have left queued on the GPU before it was stopped would share the GPU with the baseline:
 the baseline worker times its L2 flush before every call and compares it with the flush time it measured at start-up,
 before any candidate existed (the quiet check). Rounds pair up the two sides close in time, so clock and thermal
-drift cancel in the ratio; the speedup's interval is a bootstrap over rounds (paired), not over two independent
-samples.
+drift cancel in the ratio; the speedup's interval is a bootstrap over rounds (paired).
 
 Every timed call is a checked call: the profiler runs around each one, and the parent judges each call's kernels
 (gauntlet.judge.process.kernels) and whether each of them ran inside the call's measured window
@@ -52,12 +50,11 @@ MIN_ROUNDS, MAX_ROUNDS, FLOOR_ROUNDS = 8, 40, 3
 # pair stops early. The reported interval (a bootstrap, widened by scoring.SYSTEMATIC_FLOOR): from the rounds run.
 PRECISION = 0.0075
 BOOTSTRAP_PRECISION = 0.015  # and the reported (bootstrap) interval, before its systematic floor, within +-1.5%
-# A baseline whose calls wait for the GPU (a host sync inside the call: `waits_for_gpu`) is timed through its host
-# launches, whose jitter no number of rounds removes (grouped_gemm_moe's cublas_loop: asked for the precision above,
-# or one several times looser, its shapes run all MAX_ROUNDS and still end with wide intervals: docs/benchmarks.md).
-# So it does not hold the timing: it is timed for the rounds the other baselines need
-# (MIN_ROUNDS at least), and its interval is the one those rounds give, reported as it is. Only where every baseline
-# waits is it asked for these.
+# A baseline whose calls wait for the GPU (a host sync inside: `waits_for_gpu`) is timed by its kernels' busy time in
+# each window (window.busy_us: the same kernels back to back, as a CUDA graph of its loop would run them), since this
+# host's sync and launches move from process to process beyond what rounds remove (docs/benchmarks.md); its events'
+# figure is kept as host_inclusive_ms. Without a profiler timeline it is timed through its launches and holds nothing:
+# it gets the rounds the other baselines need (MIN_ROUNDS at least), or, where all are timed so, these.
 WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION = 0.05, 0.10
 SPOTS = 2                   # at least this many fully checked timed calls per shape (every call gets values.sampled's)
 # Each candidate batch also gets a full check with this chance. One in 16: a full check of a large output is slow.
@@ -109,20 +106,17 @@ class Schedule:
         rule checks the very interval that will be reported. `phases`: where the shape's time is counted (the
         caller's, when it times parts of the shape too). `outputs`: the candidate's timed outputs, taken after each
         batch (gauntlet.judge.values.taken.TimedOutputs; None only in tests of the schedule itself)."""
-        self.seed, self.outputs = seed, outputs
-        self.cand, self.base, self.labels = cand, base, labels
-        self.request, self.timeout = request, timeout
-        self.declared, self.custom = declared, custom
+        self.seed, self.outputs, self.cand, self.base, self.labels = seed, outputs, cand, base, labels
+        self.request, self.timeout, self.declared, self.custom = request, timeout, declared, custom
         self.rng = random.SystemRandom()
         self.quiet_ms = float(base.hello.get("quiet_ms") or 0.0)
         self.samples: dict = {}            # label -> list of per-round dicts
-        self.notes: dict = {}
-        self.errors: dict = {}
-        self.reasons: list[Reason] = []
+        self.notes, self.errors, self.reasons = {}, {}, []
         self.spots: list[tuple[int, dict, list]] = []
         self.final: list[int] = []         # calls of the last candidate batch copied whole, for the final spots
         self.disturbed: dict = {}          # baseline label -> [disturbed batches, batches]
         self.waits: set[str] = set()       # baselines whose calls wait for the GPU (`run`)
+        self.by_kernels: set[str] = set()  # of those, the ones timed by their kernels' busy time (`_take`)
         self.busy_gpu = False              # the quiet check ruled the GPU busy (its reason is in self.reasons)
         self.phases = phases or Phases()   # where the shape's wall time went (figures.Phases)
         self.outside: dict = {}            # the outside clock's spans (gauntlet.judge.timing.outside)
@@ -189,15 +183,17 @@ class Schedule:
             return self.precise_enough(baselines)
 
     def precise_enough(self, baselines: list[str]) -> bool:
-        """Whether every baseline's speedup (every one whose calls do not wait for the GPU, where there is one) is
-        known to within PRECISION (scoring.round_ratio_halfwidth; WAIT_PRECISION for one that waits), and the
+        """Whether every baseline's speedup (every one not timed through its host launches, where there is one) is
+        known to within PRECISION (scoring.round_ratio_halfwidth; WAIT_PRECISION for one timed through its host
+        launches: one that waits, where no profiler timeline gives its kernels' time), and the
         figure the record reports (the ratio of the pooled medians) agrees with the rounds' centre to within it as
         well: where the first rounds are disturbed, the rounds' centre settles while the pooled ratio, pulled by the
         baseline's slow calls, can still be far off (docs/benchmarks.md)."""
         cand = {r["round"]: r["ms"] for r in self.samples.get("candidate", [])}
-        for label in [b for b in baselines if b not in self.waits] or baselines:
+        hosted = self.waits - self.by_kernels     # timed through host launches (no profiler timeline)
+        for label in [b for b in baselines if b not in hosted] or baselines:
             base = {r["round"]: r["ms"] for r in self.samples.get(label, [])}
-            precision, boot = (WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION) if label in self.waits else \
+            precision, boot = (WAIT_PRECISION, WAIT_BOOTSTRAP_PRECISION) if label in hosted else \
                 (PRECISION, BOOTSTRAP_PRECISION)
             if scoring.round_ratio_halfwidth(base, cand) > precision:
                 return False
@@ -254,9 +250,14 @@ class Schedule:
                 raise RuntimeError(f"harness bug: baseline {label!r}'s timed call ran outside its own window: {text}")
             self.reasons.append(Reason("tampering", f"[timed call {i + 1} of a batch] {text}"))
             return
-        self.samples.setdefault(label, []).append({
-            "round": r, "ms": header["ms"], "host_ms": header["host_ms"], "flush_ms": header["flush_ms"],
-            "wall_per_call": max(0.0, wall - empty_wall) / calls, "calls": header["calls"], "window": margins})
+        sample = {"round": r, "ms": header["ms"], "host_ms": header["host_ms"], "flush_ms": header["flush_ms"],
+                  "wall_per_call": max(0.0, wall - empty_wall) / calls, "calls": header["calls"], "window": margins}
+        busy = [m.get("busy_us") for m in margins]
+        if label in self.waits and busy and all(isinstance(b, (int, float)) and b > 0 for b in busy):
+            # Its events time this host's sync and launches as much as the GPU: its figure is its kernels'.
+            sample.update(ms=[b / 1e3 for b in busy], event_ms=header["ms"])
+            self.by_kernels.add(label)
+        self.samples.setdefault(label, []).append(sample)
         if label == "candidate":
             self._check_candidate_batch(header)
         else:
@@ -323,7 +324,7 @@ class Schedule:
 
     # -- figures (gauntlet.judge.timing.figures) ---------------------------------------------------------------
     def figures(self) -> dict:
-        return figures.of(self.samples)
+        return figures.of(self.samples, self.by_kernels)
 
     def second_clock(self, figs: dict) -> list[Reason]:
         return figures.second_clock(figs) + outside.judge(self, figs)

@@ -21,15 +21,20 @@ from ...reasons import Reason
 CLOCK_SLACK_MS, CLOCK_OVERHEAD_FACTOR, CLOCK_FRACTION = 1.0, 2.0, 0.10
 
 
-def of(samples: dict) -> dict:
-    """Per side: median GPU ms, median host launch ms, per-round medians; per baseline: speedup, paired CI."""
+def of(samples: dict, by_kernels: set | frozenset = frozenset()) -> dict:
+    """Per side: median GPU ms, median host launch ms, per-round medians; per baseline: speedup, paired CI. A side in
+    `by_kernels` (a baseline that waits for the GPU: gauntlet.judge.timing.bench) has its kernels' busy time as its
+    calls' ms, its events' median kept as `host_inclusive_ms`; the host's delays are taken out of it, so no call of
+    it counts as starved."""
     out = {}
     for label, rounds in samples.items():
         ms = [x for r in rounds for x in r["ms"]]
-        gaps = [r["wall_per_call"] - statistics.mean(r["ms"]) for r in rounds]
+        events = [r.get("event_ms", r["ms"]) for r in rounds]
+        gaps = [r["wall_per_call"] - statistics.mean(e) for r, e in zip(rounds, events)]
         margins = [m for r in rounds for m in r.get("window", [])]
-        starved = sum(flag for _, flag in starved_flags(rounds))
-        shift = starved_shift(rounds)
+        hosted = [dict(r, window=None) for r in rounds] if label in by_kernels else rounds
+        starved = sum(flag for _, flag in starved_flags(hosted))
+        shift = starved_shift(hosted)
         out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
                       "calls": len(ms), "starved_calls": [starved, len(ms)],
                       "starved_shift": None if shift is None else round(shift, 5),
@@ -38,6 +43,8 @@ def of(samples: dict) -> dict:
                       "clock_gap_ms": scoring.median(gaps),
                       "kernels": kernels.summary([c for r in rounds for c in r["calls"]]),
                       "window_us": window.least_margins(margins)}
+        if label in by_kernels:
+            out[label].update(timed_by="kernels", host_inclusive_ms=scoring.median([x for e in events for x in e]))
     return out
 
 

@@ -157,9 +157,9 @@ def _time_shape_alone(judge, spec, shape, opts, record):
     The entry says when the judge held the card and which card (`alone`: wall-clock seconds, the card's UUID), so
     that anyone can check from the records alone that no two candidates were timed on one card at once
     (gauntlet.executors.exclusive)."""
-    # A side starved even with the host quiet is host-bound by design (grouped_gemm_moe's cublas_loop reads the
-    # expert offsets back to the host, then launches a GEMM per expert): the judgement's later shapes go straight to
-    # a quiet host instead of being timed twice.
+    # A side starved even with the host quiet is host-bound by design (a candidate that reads back to the host, then
+    # launches per group; a baseline that does so is timed by its kernels and never starved): the judgement's later
+    # shapes go straight to a quiet host instead of being timed twice.
     busy_times, host = 0, bool(getattr(judge, "host_bound", False)) and turns.host_others(judge.device) > 0
     while True:
         with turns.host_alone(judge.device) if host else turns.alone(judge.device):
@@ -281,7 +281,8 @@ def _probe(judge, shape, spec):
 
 def interval(side: dict, cand: dict, waits: bool, seed: int) -> list[float]:
     """The speedup's reported 95% interval: paired over rounds, widened by the floor of its kind (scoring: a
-    baseline whose calls wait for the GPU moves more from run to run than its rounds show)."""
+    baseline timed through its host launches moves more from run to run than its rounds show; `waits` says it
+    was, and is false for one timed by its kernels)."""
     floor = scoring.HOST_BOUND_FLOOR if waits else None
     return list(scoring.paired_speedup_ci(side["rounds"], cand["rounds"], seed=seed, floor=floor))
 
@@ -308,11 +309,14 @@ def _entry(problem, spec, shape, figs, schedule, record, ceilings) -> dict:
             continue
         entry["baselines"][label] = {
             "ms": side["ms"], "speedup": side["ms"] / cand["ms"], "mode": "held",
-            "ci95": interval(side, cand, label in schedule.waits, record.seed or 0),
+            "ci95": interval(side, cand, label in schedule.waits and side.get("timed_by") != "kernels",
+                             record.seed or 0),
             "tflops": flops / side["ms"] / 1e9, "note": schedule.notes.get(label, ""), "host_ms": side["host_ms"],
             "clock_gap_ms": side["clock_gap_ms"], "kernels": side["kernels"][:4], "window_us": side["window_us"],
             "starved_calls": side["starved_calls"], "starved_shift": side["starved_shift"],
             "starved_where": side["starved_where"], "disturbed_batches": schedule.disturbed.get(label, [0, 0])}
         if label in schedule.waits:
             entry["baselines"][label]["waits_for_gpu"] = True
+        if side.get("timed_by"):
+            entry["baselines"][label].update(timed_by=side["timed_by"], host_inclusive_ms=side["host_inclusive_ms"])
     return entry

@@ -104,6 +104,7 @@ def check(call: dict, ms: float) -> tuple[list[str], dict]:
     theirs = [s for i, s in enumerate(spans) if i not in ours]
     before, after = _idle_ends(opened, close, theirs)
     margins = {"idle_us": round(_idle(opened, close, theirs) / 1e3, 2),
+               "busy_us": round(_busy(opened, close, theirs) / 1e3, 2),
                "idle_before_us": round(before / 1e3, 2), "idle_after_us": round(after / 1e3, 2),
                "start_us": None if early == math.inf else round(early, 2),
                "end_us": None if late == math.inf else round(late, 2),
@@ -175,6 +176,24 @@ def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> floa
     if run_b is not None:
         covered += run_b - run_a
     return max(0.0, (close - opened) - covered)
+
+
+def _busy(opened: float, close: float, spans: list[tuple[float, float]]) -> float:
+    """How long (ns) the call's kernels kept the GPU inside its window, a gap under JOIN_US between two of them
+    counted as kept (a launch's latency: kernels queued back to back, as a CUDA graph replays them, still leave it).
+    What the call costs the GPU with its host's waits taken out: the figure of a baseline that waits for the GPU
+    (gauntlet.judge.timing.figures)."""
+    kept, run_a, run_b = 0.0, None, None
+    for a, b in sorted((max(a, opened), min(b, close)) for a, b in spans if b > opened and a < close):
+        if run_b is None or a > run_b + JOIN_US * 1e3:
+            if run_b is not None:
+                kept += run_b - run_a
+            run_a, run_b = a, b
+        else:
+            run_b = max(run_b, b)
+    if run_b is not None:
+        kept += run_b - run_a
+    return kept
 
 
 def _idle_ends(opened: float, close: float, spans: list[tuple[float, float]]) -> tuple[float, float]:
