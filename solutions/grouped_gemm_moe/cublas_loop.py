@@ -2,7 +2,9 @@
 
 Reads offs on the host once (offs.tolist(), a device sync), then launches one GEMM per busy expert straight into
 its rows of the output. The sync makes it impossible to capture in a CUDA graph, and each launch pays its own
-overhead, which is exactly the cost a fused grouped kernel removes.
+overhead. As a baseline it is timed by its kernels (the call waits for the GPU: gauntlet.judge.timing.bench), so its
+figure is its per-expert GEMMs back to back, what the GPU spends on the loop; the host's launches, whose speed is this
+machine's, are in the record beside it (host_inclusive_ms).
 """
 import torch
 
