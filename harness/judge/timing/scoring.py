@@ -29,10 +29,10 @@ def speedup_ci(base_ms: list[float], cand_ms: list[float], seed: int = 0, n: int
 # see (memory placement, process history): the baseline timed against itself reads a little off 1x, with a bootstrap
 # interval narrower than that (docs/benchmarks.md). The interval is widened by this much on each side to cover it.
 SYSTEMATIC_FLOOR = 0.003
-# A baseline timed through its host launches (its calls wait for the GPU: gauntlet.judge.timing.bench WAIT_PRECISION)
-# moves from run to run by more than any run's rounds show: grouped_gemm_moe's cublas_loop judged against itself
-# reads a few percent either side of 1, and some of its intervals leave 1 out (docs/benchmarks.md). Its interval is
-# widened by this much on each side instead of SYSTEMATIC_FLOOR: enough for those misses, not for a rare outlier.
+# A baseline timed through its host launches (its calls wait for the GPU and no profiler timeline gave its kernels'
+# time: gauntlet.judge.timing.bench) moves from run to run by more than any run's rounds show: grouped_gemm_moe's
+# cublas_loop timed so, against itself, read a few percent either side of 1, some intervals leaving 1 out
+# (docs/benchmarks.md). Its interval is widened by this much on each side instead of SYSTEMATIC_FLOOR.
 HOST_BOUND_FLOOR = 0.03
 
 
