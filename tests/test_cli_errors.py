@@ -108,15 +108,22 @@ def test_run_rejudges_a_changed_solution_and_resumes_an_unchanged_one(tmp_path):
     assert [r["verdict"] for r in doc["records"]] == ["fail"]
 
 
+def _copied_gemm(tmp_path: Path, name: str) -> Path:
+    """A user's problem `name`: the shipped gemm copied under tmp_path/problems with its id changed, and an empty
+    tmp_path/solutions/<name> beside it. Returns its problem.yaml."""
+    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / name,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    yaml = tmp_path / "problems" / name / "problem.yaml"
+    yaml.write_text(yaml.read_text().replace("id: gemm", f"id: {name}"))
+    (tmp_path / "solutions" / name).mkdir(parents=True)
+    return yaml
+
+
 def test_run_in_a_users_repository_judges_the_users_solutions_only(tmp_path):
     """A repository with [tool.gauntlet] and problems of its own: `run` judges its solutions, not the shipped ones
     beside them, and says so; a problem copied from a shipped one judges against the shipped baseline as is."""
     (tmp_path / "pyproject.toml").write_text("[tool.gauntlet]\nproblems = 'problems'\n")
-    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / "mm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    yaml = tmp_path / "problems" / "mm" / "problem.yaml"
-    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
-    (tmp_path / "solutions" / "mm").mkdir(parents=True)
+    _copied_gemm(tmp_path, "mm")
     (tmp_path / "solutions" / "mm" / "mine.py").write_text("BACKEND = 'torch'\nDTYPES = ('float32',)\n\n"
                                                            "def solve(a, b):\n    return a @ b\n")
     code, _, err = _cli("run", "--device", "cpu", "--no-timing", "--out", "r.json", cwd=tmp_path)
@@ -153,11 +160,7 @@ def test_run_skips_a_solution_that_does_not_enter_the_asked_dtype(tmp_path):
     """`run --dtype X` judges the solutions that enter X; one whose DTYPES leaves X out is skipped (no record, not a
     `nothing_judged` failure) and the run says which it skipped."""
     (tmp_path / "pyproject.toml").write_text("[tool.gauntlet]\nproblems = 'problems'\n")
-    shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / "mm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    yaml = tmp_path / "problems" / "mm" / "problem.yaml"
-    yaml.write_text(yaml.read_text().replace("id: gemm", "id: mm"))
-    (tmp_path / "solutions" / "mm").mkdir(parents=True)
+    _copied_gemm(tmp_path, "mm")
     for name, dtypes in (("f32", "('float32',)"), ("bf16", "('bfloat16',)")):
         (tmp_path / "solutions" / "mm" / f"{name}.py").write_text(
             f"BACKEND = 'torch'\nDTYPES = {dtypes}\n\ndef solve(a, b):\n    return a @ b\n")
@@ -345,11 +348,7 @@ def test_run_judges_the_other_problems_when_one_is_broken_and_blames_its_author(
     broken there is nothing to judge, and the error is the problem's (exit 2)."""
     (tmp_path / "pyproject.toml").write_text("[tool.gauntlet]\nproblems = 'problems'\n")
     for name in ("good", "typo"):
-        shutil.copytree(ROOT / "problems" / "gemm", tmp_path / "problems" / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        yaml = tmp_path / "problems" / name / "problem.yaml"
-        yaml.write_text(yaml.read_text().replace("id: gemm", f"id: {name}"))
-        (tmp_path / "solutions" / name).mkdir(parents=True)
+        _copied_gemm(tmp_path, name)
         (tmp_path / "solutions" / name / "mm.py").write_text(
             "BACKEND = 'torch'\nDTYPES = ('float32',)\n\ndef solve(a, b):\n    return a @ b\n")
     yaml = tmp_path / "problems" / "typo" / "problem.yaml"

@@ -32,9 +32,9 @@ def of(samples: dict, by_kernels: set | frozenset = frozenset()) -> dict:
         events = [r.get("event_ms", r["ms"]) for r in rounds]
         gaps = [r["wall_per_call"] - statistics.mean(e) for r, e in zip(rounds, events)]
         margins = [m for r in rounds for m in r.get("window", [])]
-        hosted = [dict(r, window=None) for r in rounds] if label in by_kernels else rounds
-        starved = sum(flag for _, flag in starved_flags(hosted))
-        shift = starved_shift(hosted)
+        starvable = [dict(r, window=None) for r in rounds] if label in by_kernels else rounds
+        starved = sum(flag for _, flag in starved_flags(starvable))
+        shift = starved_shift(starvable)
         out[label] = {"ms": scoring.median(ms), "host_ms": scoring.median([x for r in rounds for x in r["host_ms"]]),
                       "calls": len(ms), "starved_calls": [starved, len(ms)],
                       "starved_shift": None if shift is None else round(shift, 5),

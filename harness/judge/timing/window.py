@@ -160,14 +160,12 @@ def _ordered_after_start(call: dict, spans: list, found: dict, ours: set, hold_e
     return max(hold_end, min([opened] + starts))
 
 
-def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> float:
-    """How long (ns) the GPU ran none of the call's work inside its window: waiting for the host to launch it.
-    With the hold covering the launch, the call's kernels are queued when the window opens and this is a few
-    launch latencies; a host slowed down past the hold (its own slow launch, or a host busy with other work) shows
-    as idle time that the events count as the call's (gauntlet.judge.timing.bench: starved calls)."""
+def _covered(opened: float, close: float, spans: list[tuple[float, float]], join: float = 0.0) -> float:
+    """How long (ns) the spans cover inside [opened, close], each counted once, a gap of at most `join` ns between
+    two of them counted as covered."""
     covered, run_a, run_b = 0.0, None, None
     for a, b in sorted((max(a, opened), min(b, close)) for a, b in spans if b > opened and a < close):
-        if run_b is None or a > run_b:
+        if run_b is None or a > run_b + join:
             if run_b is not None:
                 covered += run_b - run_a
             run_a, run_b = a, b
@@ -175,7 +173,15 @@ def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> floa
             run_b = max(run_b, b)
     if run_b is not None:
         covered += run_b - run_a
-    return max(0.0, (close - opened) - covered)
+    return covered
+
+
+def _idle(opened: float, close: float, spans: list[tuple[float, float]]) -> float:
+    """How long (ns) the GPU ran none of the call's work inside its window: waiting for the host to launch it.
+    With the hold covering the launch, the call's kernels are queued when the window opens and this is a few
+    launch latencies; a host slowed down past the hold (its own slow launch, or a host busy with other work) shows
+    as idle time that the events count as the call's (gauntlet.judge.timing.bench: starved calls)."""
+    return max(0.0, (close - opened) - _covered(opened, close, spans))
 
 
 def _busy(opened: float, close: float, spans: list[tuple[float, float]]) -> float:
@@ -183,17 +189,7 @@ def _busy(opened: float, close: float, spans: list[tuple[float, float]]) -> floa
     counted as kept (a launch's latency: kernels queued back to back, as a CUDA graph replays them, still leave it).
     What the call costs the GPU with its host's waits taken out: the figure of a baseline that waits for the GPU
     (gauntlet.judge.timing.figures)."""
-    kept, run_a, run_b = 0.0, None, None
-    for a, b in sorted((max(a, opened), min(b, close)) for a, b in spans if b > opened and a < close):
-        if run_b is None or a > run_b + JOIN_US * 1e3:
-            if run_b is not None:
-                kept += run_b - run_a
-            run_a, run_b = a, b
-        else:
-            run_b = max(run_b, b)
-    if run_b is not None:
-        kept += run_b - run_a
-    return kept
+    return _covered(opened, close, spans, join=JOIN_US * 1e3)
 
 
 def _idle_ends(opened: float, close: float, spans: list[tuple[float, float]]) -> tuple[float, float]:
