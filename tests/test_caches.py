@@ -63,7 +63,7 @@ def test_warm_fills_the_bytecode_cache_once_and_workers_are_pointed_at_it(cache)
     t0 = time.monotonic()
     assert bytecode.warm()                        # the stamp is found: no second warming process
     assert time.monotonic() - t0 < 2.0
-    env = isolate._worker_env(str(cache))
+    env = bytecode.worker_start_env(str(cache))
     assert env["PYTHONPYCACHEPREFIX"] == str(folder)
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"  # a worker reads the cache; it never writes bytecode
 
@@ -184,7 +184,7 @@ def test_the_cache_is_left_alone_where_the_packages_have_their_bytecode(cache, m
     assert (bytecode.prefix() is None) == has
     monkeypatch.setenv("GAUNTLET_PYCACHE", "never")
     bytecode._needed.cache_clear()
-    assert bytecode.prefix() is None and "PYTHONPYCACHEPREFIX" not in isolate._worker_env(str(cache))
+    assert bytecode.prefix() is None and "PYTHONPYCACHEPREFIX" not in bytecode.worker_start_env(str(cache))
 
 
 def test_a_worker_confined_by_landlock_cannot_write_the_bytecode_cache(cache):

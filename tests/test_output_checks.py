@@ -198,9 +198,9 @@ def test_the_schedule_takes_every_candidate_batch_s_outputs_with_the_worker_stop
     class Candidate(FakeWorker):
         lazy_batch = 6                  # batches counts the empty batch before each: the third timed batch
 
-        def request(self, header, timeout, what, max_blob=0, device=None):
+        def answer(self, header, timeout, what, max_blob=0, device=None):
             seen_ops.append(header["op"])
-            reply, blobs = super().request(header, timeout, what, max_blob, device)
+            reply, blobs = super().answer(header, timeout, what, max_blob, device)
             if header["op"] == "bench_batch" and header["calls"]:
                 reply["outputs"] = []
                 for k in range(header["calls"]):

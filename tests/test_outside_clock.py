@@ -98,7 +98,10 @@ class SpanWorker(FakeWorker):
         self.last = None               # the last span's output
         self.finished_later = False    # the output changes after the reply (the reply came before the work)
 
-    def request(self, header, timeout, what, max_blob=0, device=None):
+    def now(self):
+        return self.clock.now
+
+    def answer(self, header, timeout, what, max_blob=0, device=None):
         if header["op"] == "bench_span_output":
             self.log.append((self.name, "bench_span_output", self.peer.stopped))
             seed, out = self.last
@@ -109,7 +112,7 @@ class SpanWorker(FakeWorker):
                     "device_type": "cuda", "aliases_input": "", "stride": [1]}
             return {"ok": True, "seed": seed, "meta": meta, "wire": wire}, [blob]
         if header["op"] != "bench_span":
-            return super().request(header, timeout, what, max_blob, device)
+            return super().answer(header, timeout, what, max_blob, device)
         self.cont()
         self.log.append((self.name, "bench_span", self.peer.stopped))
         n, hold = header["calls"], header["hold_ms"]
@@ -123,7 +126,6 @@ class SpanWorker(FakeWorker):
 
 def _schedule(monkeypatch, cand_ms=0.2, base_ms=0.2, gpu_ms=None):
     clock, log = _Clock(), []
-    monkeypatch.setattr(outside, "time", clock)
     cand = SpanWorker("cand", cand_ms, log, clock, gpu_ms=gpu_ms, gap_ms=0.1)
     base = SpanWorker("base", base_ms, log, clock, gap_ms=0.1)
     cand.peer, base.peer = base, cand
@@ -237,12 +239,12 @@ class NoisyOnceWorker(SpanWorker):
         super().__init__(*a, **kw)
         self.long_n, self.slow, self.delay_ms, self.delayed = long_n, slow, delay_ms, 0
 
-    def request(self, header, timeout, what, max_blob=0, device=None):
+    def answer(self, header, timeout, what, max_blob=0, device=None):
         if header["op"] == "bench_span":
             if header["calls"] == self.long_n and self.delayed < self.slow:
                 self.delayed += 1
                 self.clock.now += self.delay_ms / 1e3
-        return super().request(header, timeout, what, max_blob, device)
+        return super().answer(header, timeout, what, max_blob, device)
 
 
 def test_a_figure_out_of_bound_is_measured_again_and_an_honest_one_settles(monkeypatch):
@@ -273,3 +275,46 @@ def test_a_lie_of_a_fifth_is_measured_again_up_to_the_limit_and_ruled(monkeypatc
     assert len(cand.spans) == 2 * outside.SPAN_REPEATS * (1 + outside.AGAIN)
     assert len(s.outside["proofs"]) == outside.SPAN_REPEATS * (1 + outside.AGAIN)
     assert [r.code for r in s.second_clock(s.figures())] == ["tampering"]
+
+
+def test_a_timed_request_counts_the_workers_time_and_not_the_judges_work_around_it():
+    """A real worker (CPU), its judge made slow around each request: continuing the worker, the /proc reads before
+    and after it and the check midway each take 0.15 s more, as on a host busy with other judges. The request's
+    clock (what the spans and the timed batches are timed by) leaves all of it out, and the check midway falls within
+    the bound the caller gave."""
+    import time
+
+    from gauntlet import discover
+    from gauntlet.judge.process.isolate import Child
+    problem = discover.get_problem("gemm")
+    solution = discover.get_solution("gemm", "torch_matmul")
+    child = Child(problem, solution.path, solution.backend, "cpu")
+    try:
+        within = []
+
+        def slow(fn):
+            def wrapped(*a, **kw):
+                time.sleep(0.15)
+                return fn(*a, **kw)
+            return wrapped
+
+        def midway(resp_r, within_s=None):
+            within.append(within_s)
+            time.sleep(0.15 * (within_s is None))        # a check that would straddle the reply: only when unbounded
+            return None
+        child.cont = slow(child.cont)
+        child.outside.before_request = slow(child.outside.before_request)
+        child.outside.after_reply = slow(child.outside.after_reply)
+        child.outside.midway = midway
+        case = {"op": "case", "shape": {"M": 8, "N": 8, "K": 8}, "dtype": "float32", "seed": 1}
+        child.request(dict(case), 60, "a warm-up case", max_blob=1 << 20)
+        clock = {"midway_s": 0.002}
+        t0 = time.perf_counter()
+        header, _ = child.request(dict(case, seed=2), 60, "a timed case", max_blob=1 << 20, clock=clock)
+        wall = time.perf_counter() - t0
+        assert header.get("ok"), header
+        assert t0 < clock["sent"] < clock["replied"] <= t0 + wall
+        assert wall - (clock["replied"] - clock["sent"]) >= 0.45, (wall, clock)
+        assert within == [None, 0.002]
+    finally:
+        child.close()

@@ -173,7 +173,22 @@ class FakeWorker:
     def cont(self):
         self.stopped = False
 
-    def request(self, header, timeout, what, max_blob=0, device=None):
+    def now(self):
+        """The parent's clock, as Child.request's `clock` reads it."""
+        import time
+        return time.perf_counter()
+
+    def request(self, header, timeout, what, max_blob=0, device=None, clock=None):
+        """As Child.request: `clock` gets the moments the request was sent and its reply read."""
+        if clock is not None:
+            clock["sent"] = self.now()
+        try:
+            return self.answer(header, timeout, what, max_blob, device)
+        finally:
+            if clock is not None:
+                clock["replied"] = self.now()
+
+    def answer(self, header, timeout, what, max_blob=0, device=None):
         self.cont()
         op = header["op"]
         self.log.append((self.name, op, self.peer.stopped))
@@ -303,13 +318,13 @@ def test_timing_stops_once_the_ratio_is_precise_and_goes_on_while_it_is_not():
     # A candidate whose time swings by +-30% from batch to batch: the rule keeps timing, up to MAX_ROUNDS.
     s, log = _schedule()
     swings = iter(range(1000))
-    plain = FakeWorker.request
+    plain = FakeWorker.answer
 
     def swinging(self, header, timeout, what, max_blob=0, device=None):
         if header.get("op") == "bench_batch" and header["calls"]:
             self.ms = 0.2 * (1.3 if next(swings) % 2 else 0.7)
         return plain(self, header, timeout, what, max_blob)
-    s.cand.request = swinging.__get__(s.cand)
+    s.cand.answer = swinging.__get__(s.cand)
     s.run(budget_s=30.0)
     assert not s.reasons
     assert len({r["round"] for r in s.samples["candidate"]}) == bench.MAX_ROUNDS
@@ -324,14 +339,14 @@ def test_a_baseline_that_waits_for_the_gpu_is_timed_by_its_kernels():
         s, _ = _schedule()
         s.base.waits, s.base.host_ms = True, 6.0
         rng = random.Random(5)
-        plain = FakeWorker.request
+        plain = FakeWorker.answer
 
-        def jitter(self, header, timeout, what, max_blob=0):
+        def jitter(self, header, timeout, what, max_blob=0, device=None):
             if header.get("op") == "bench_batch" and header["calls"]:
                 self.ms = 0.25 * (1 + kernel_jitter * rng.uniform(-1, 1))
                 self.starve_us = host_jitter_us * rng.random()
             return plain(self, header, timeout, what, max_blob)
-        s.base.request = jitter.__get__(s.base)
+        s.base.answer = jitter.__get__(s.base)
         s.run(budget_s=60.0)
         assert not s.reasons
         return s, len({r["round"] for r in s.samples["candidate"]})

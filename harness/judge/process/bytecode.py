@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ... import discover
 from ...backends import triton_key
-from .cache import cache_root, flock_within
+from .cache import COMPILER_DIRS, cache_root, flock_within
 
 
 def prefix() -> Path | None:
@@ -75,6 +75,20 @@ def use_in_this_process() -> None:
     if folder is not None and sys.pycache_prefix is None:
         sys.pycache_prefix = str(folder)
         sys.dont_write_bytecode = False      # only into our own folder: nothing is written beside the sources
+
+
+def worker_start_env(home: str) -> dict:
+    """The child's environment: its scratch dir as HOME, TMPDIR and the compilers' caches (Triton's, CuPy's, and
+    torch inductor's, whose first import sets its variable: set here, a candidate importing it changes nothing the
+    worker would report), no user site-packages, none of the interpreter's PYTHON* switches but the path (PYTHONSTARTUP,
+    PYTHONINSPECT, PYTHONHOME would run or find other code). The `gauntlet` package is found where the
+    interpreter finds it (site-packages, or an editable install's finder there): the worker runs what the judge runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
+    env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
+               TORCHINDUCTOR_CACHE_DIR=os.path.join(home, ".inductor"),
+               **{var: os.path.join(home, sub) for var, sub in COMPILER_DIRS.items()})
+    env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
+    return worker_env(env)
 
 
 def worker_env(env: dict) -> dict:

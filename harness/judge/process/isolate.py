@@ -36,20 +36,6 @@ class ChildFailed(Exception):
         self.reason = reason
 
 
-def _worker_env(home: str) -> dict:
-    """The child's environment: its scratch dir as HOME, TMPDIR and the compilers' caches (Triton's, CuPy's, and
-    torch inductor's, whose first import sets its variable: set here, a candidate importing it changes nothing the
-    worker would report), no user site-packages, none of the interpreter's PYTHON* switches but the path (PYTHONSTARTUP,
-    PYTHONINSPECT, PYTHONHOME would run or find other code). The `gauntlet` package is found where the
-    interpreter finds it (site-packages, or an editable install's finder there): the worker runs what the judge runs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") or k == "PYTHONPATH"}
-    env.update(HOME=home, TMPDIR=home, PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1",
-               TORCHINDUCTOR_CACHE_DIR=os.path.join(home, ".inductor"),
-               **{var: os.path.join(home, sub) for var, sub in cache.COMPILER_DIRS.items()})
-    env.pop("TRITON_INTERPRET", None)         # the worker decides, per backend and device
-    return bytecode.worker_env(env)
-
-
 class Child:
     """`problem`: the Problem the parent loaded (an id is looked up on the search path in force, here, in the
     parent). The worker is handed the problem's folder and its baselines' files, not names to resolve again."""
@@ -78,7 +64,7 @@ class Child:
         self.resp_r, resp_w = os.pipe()
         protocol.widen_pipe(self.resp_r)      # outputs of GBs come back this way, or (a MiB or more) through
         self.area = protocol.Area.create()    # a sealed shared-memory file of the worker's own (protocol.Area)
-        env = _worker_env(self.tmp.name)
+        env = bytecode.worker_start_env(self.tmp.name)
         become_subreaper()
         self.sandbox = Confinement(sandbox or DEFAULT_SANDBOX, self.tmp.name,
                                    Limits(file_bytes=MAX_FILE_BYTES))
@@ -177,9 +163,14 @@ class Child:
             raise ChildFailed(Reason(code if code in CODES else "tampering", str(header.get("detail", ""))))
         return header
 
-    def request(self, header: dict, timeout: float, what: str, max_blob: int = 0, device: str | None = None):
+    def request(self, header: dict, timeout: float, what: str, max_blob: int = 0, device: str | None = None,
+                clock: dict | None = None):
         """Send one request and wait for the reply. `max_blob`: the most bytes any blob of the reply may hold (the
-        expected output's size); a larger one is `tampering`, read no further. `device`: see protocol.recv."""
+        expected output's size); a larger one is `tampering`, read no further. `device`: see protocol.recv.
+        `clock` (a timed request) gets `sent` and `replied` (time.perf_counter) as the request is written and its
+        reply read: the worker's time alone. The judge's own work around a request (continuing the worker, the
+        /proc reads) varies with the host's load, and a timed request must not count it (docs/judging.md, "The
+        outside clock"). Its `midway_s` bounds the moment of the check midway (Outside.midway)."""
         if not self.alive:
             raise ChildFailed(Reason("crash", "the candidate's process is no longer running"))
         if self.budget.left() <= 0:
@@ -192,8 +183,11 @@ class Child:
             protocol.send(self.req_w, header)
         except (BrokenPipeError, OSError):
             raise ChildFailed(self._death_reason(what)) from None
-        tampered = self.outside.midway(self.resp_r)       # the channel, checked from outside (sandbox.channel)
+        clock = {} if clock is None else clock
+        clock["sent"] = time.perf_counter()
+        tampered = self.outside.midway(self.resp_r, clock.get("midway_s"))   # the channel (sandbox.channel)
         reply = None if tampered else self._recv(timeout, what, max_blob, device)
+        clock["replied"] = time.perf_counter()
         if tampered or (tampered := self.outside.after_reply(header.get("op"), reply[0])):
             self.close()
             raise ChildFailed(Reason("tampering", f"while {what}: {tampered}"))

@@ -66,12 +66,13 @@ class Outside:
             self.tasks.before_request()
         self.t0 = time.monotonic()
 
-    def midway(self, resp_r: int) -> str | None:
-        """Once during the call, at a random moment within the last call's duration: a relay that swaps the reply
-        descriptor only while a call runs is swapped now."""
+    def midway(self, resp_r: int, within_s: float | None = None) -> str | None:
+        """Once during the call, at a random moment within the last call's duration (or within `within_s` of the
+        send, where the caller knows the reply cannot come sooner): a relay that swaps the reply descriptor only
+        while a call runs is swapped now."""
         if self.channel is None:
             return None
-        wait = random.uniform(0.0, min(self.last_call_s, MIDWAY_MAX_S))
+        wait = random.uniform(0.0, min(self.last_call_s if within_s is None else within_s, MIDWAY_MAX_S))
         if select.select([resp_r], [], [], wait)[0]:
             return None                   # the reply is in: checked when it is taken
         return self.channel.check(self.pid, closed_ok=True)
