@@ -14,6 +14,13 @@ threshold (--fail-on, percent). A verdict that was `pass` and is anything else i
 judged under other settings (options, the problem's files) or on another device is reported as incomparable,
 never compared.
 
+A row is `host_bound` where, in either run, every timed call of the candidate left the GPU idle waiting for its host
+(`starved_calls` all of them: a sync inside the call, a Python loop of launches). Such a figure reads the host's
+speed as much as the kernel's, so it moves with what else the host runs (other judges: `--gpus`, `--overlap`), even
+timed with the host to its judge alone, where GPU-bound figures hold (docs/benchmarks.md, "Two GPUs of one host").
+It is still a regression when it is one (a real slowdown looks the same); the row says why it may not be the
+kernel's.
+
 Data in, text out: no torch. Details came from untrusted candidates: Markdown cells are escaped.
 """
 from __future__ import annotations
@@ -118,8 +125,16 @@ def _timing_rows(key: str, a: dict, b: dict, threshold_pct: float) -> list[dict]
                          "change_pct": round(100 * change, 2),
                          "ci95_pct": [round(100 * ci[0], 2), round(100 * ci[1], 2)],
                          "slower": ci[0] > 0 and 100 * change > threshold_pct,
-                         "faster": ci[1] < 0 and -100 * change > threshold_pct})
+                         "faster": ci[1] < 0 and -100 * change > threshold_pct,
+                         "host_bound": _host_bound(ta) or _host_bound(tb)})
     return rows
+
+
+def _host_bound(timing: dict) -> bool:
+    """Every timed call of the candidate starved (gauntlet.judge.timing.starved): the GPU waited for its host."""
+    starved = timing.get("starved_calls")
+    return isinstance(starved, list) and len(starved) == 2 and all(isinstance(x, int) for x in starved) \
+        and starved[1] > 0 and starved[0] == starved[1]
 
 
 def _usable(side) -> bool:
@@ -160,10 +175,16 @@ def markdown(doc: dict, names: tuple[str, str]) -> str:
                   "|---|---|---|---|---|---|---|---|"]
         for r in sorted(doc["rows"], key=lambda r: -r["change_pct"]):
             flag = "**slower**" if r["slower"] else ("faster" if r["faster"] else "")
+            flag += " (host-bound)" if r.get("host_bound") else ""
             lines.append(f"| {_cell(r['key'])} | {_cell(r['dtype'])} | {_cell(r['shape'])} | {_cell(r['baseline'])} "
                          f"| {r['speedup'][0]:.3f} -> {r['speedup'][1]:.3f} | {r['change_pct']:+.1f}% "
-                         f"| [{r['ci95_pct'][0]:+.1f}%, {r['ci95_pct'][1]:+.1f}%] | {flag} |")
+                         f"| [{r['ci95_pct'][0]:+.1f}%, {r['ci95_pct'][1]:+.1f}%] | {flag.strip()} |")
         lines.append("")
+        if any(r.get("host_bound") for r in doc["rows"]):
+            lines += ["Host-bound: every timed call of the candidate waited for its host (a sync, a loop of "
+                      "launches), in one run or both. Its figure reads the host's speed too, and moves with what else "
+                      "the host runs (other judges: --gpus, --overlap); compare such rows between runs of the same "
+                      "settings on the same machine.", ""]
     if doc["incomparable"]:
         lines += ["### Not compared\n"] + [f"- {_cell(r['key'])}: {_cell(r['why'])}" for r in doc["incomparable"]]
         lines.append("")

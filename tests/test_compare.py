@@ -104,3 +104,25 @@ def test_hostile_names_stay_inside_their_cell_and_bad_input_is_the_users_error(t
     assert code == 2 and "cannot be read" in err
     code, _, err = _cli(_write(tmp_path, "other.json", {"schema": "something/9"}), REAL[0])
     assert code == 2 and "schema" in err
+
+
+def test_a_host_bound_figure_is_said_to_be_one_and_still_gates(tmp_path):
+    """A candidate whose every timed call waited for its host (grouped_gemm_moe's loop of cuBLAS calls judged as a
+    candidate) reads the host's speed: with eight judges on a two-GPU host it read 17% slower than with four. The row
+    says so, and the slowdown still fails the gate (a real one looks the same); a GPU-bound row says nothing."""
+    host_bound = _slowed(_record(1), 1.17)
+    for t in host_bound["timings"]:
+        t["starved_calls"] = [200, 200]
+    code, out, err = _cli(REAL[0], _write(tmp_path, "loop.json", host_bound), "--json")
+    assert code == 1, err
+    (row,) = json.loads(out)["rows"]
+    assert row["host_bound"] and row["slower"]
+    code, out, _ = _cli(REAL[0], _write(tmp_path, "loop.json", host_bound))
+    assert "**slower** (host-bound)" in out and "reads the host's speed" in out
+    doc = compare.compare(compare.load(REAL[0]), compare.load(REAL[1]))
+    assert [r["host_bound"] for r in doc["rows"]] == [False]
+    partly = _record(1)
+    for t in partly["timings"]:
+        t["starved_calls"] = [3, 200]                   # a few calls starved: not host-bound
+    doc = compare.compare(compare.load(REAL[0]), compare.load(_write(tmp_path, "partly.json", partly)))
+    assert [r["host_bound"] for r in doc["rows"]] == [False]
