@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import discover
 from . import options, output, report
 from ..discover import UsageError
-from ..judge.records import interrupt, stopped
+from ..judge.records import interrupt, stopped, walls
 
 
 def add(sub) -> None:
@@ -103,7 +103,11 @@ def run(args) -> int:
                 why[i] = ("new", "running")
             jobs.append(task.make_job(i, problem, solution, opts, ship_source=ray, expect=fp if ray else None))
 
-        jobs.sort(key=lambda job: -_weight(*plan[job["index"]], args.dtype))     # stable: plan order among equals
+        # Longest first: by the walls of this machine's last run where kept (gauntlet.judge.records.walls).
+        wall_keys = {job["index"]: walls.key(keys[job["index"]], job["options"]) for job in jobs}
+        kept = walls.known()
+        jobs = walls.longest_first(jobs, [_weight(*plan[job["index"]], args.dtype) for job in jobs],
+                                   [kept.get(wall_keys[job["index"]]) for job in jobs])
 
         def started(job, where):
             judging[keys[job["index"]]] = time.monotonic()
@@ -128,6 +132,7 @@ def run(args) -> int:
             codes = ",".join(sorted({r["code"] for r in record.reasons}))
             clock["done"] += 1
             clock["walls"].append(result["wall_s"])
+            walls.note({wall_keys[i]: result["wall_s"]})
             on = f" on GPU {result['where']['device']}" if result["where"].get("executor") in ("local", "ray") \
                 and result["where"].get("device") else ""
             verdict = f"{record.verdict}{' (' + codes + ')' if codes else ''}"
@@ -237,7 +242,6 @@ def _run_report(args) -> None:
 def _weight(problem, solution, wanted) -> int:
     """A judgement's expected length, relative, for a longest-first start (the records stay in the plan's order):
     its dtypes, twice for a file that compiles kernels of its own on each of them (Triton, CuTe). With 4 judges on a
-    card the suite's tail is the last long judgements left running alone; starting the long ones first shortens it,
-    and this stand-in gets part of what knowing each wall beforehand would (docs/benchmarks.md, "Figures moved from
-    docstrings")."""
+    card the suite's tail is the last long judgements left running alone; starting the long ones first shortens it.
+    This stand-in serves where no earlier wall is kept (a cold cache: gauntlet.judge.records.walls)."""
     return max(1, len(_dtypes(problem, solution, wanted))) * (2 if solution.backend in ("triton", "cute") else 1)
