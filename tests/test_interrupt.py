@@ -58,8 +58,13 @@ def _argv(tmp_path, *names):
             "--out", str(tmp_path / "results.json"), "--report", str(tmp_path / "report")]
 
 
-def _start(argv, forks=True):
+def _start(argv, forks=True, cache=None):
+    """`cache`: a judge's cache folder of the test's own. `run` starts the judgements with the longest walls kept
+    there first (gauntlet.judge.records.walls), and these tests need the plan's order (a_quick, b_stuck, c_later),
+    which walls that other tests' runs of the same names left in a shared folder would change."""
     env = dict(os.environ, STUCK_FORKS="1" if forks else "")
+    if cache is not None:
+        env["GAUNTLET_CACHE"] = str(cache)
     return subprocess.Popen([sys.executable, "-m", "gauntlet", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True, env=env, preexec_fn=needs.ctrl_c_default)
 
@@ -115,7 +120,7 @@ def _no_survivors(tmp_path):
                          ids=["sigint-to-group", "sigterm-to-judge"])
 def test_signal_ends_run_cleanly(suite, signum, to_group):
     argv = _argv(suite)
-    proc = _start(argv)
+    proc = _start(argv, cache=suite / "cache")
     _wait_in_flight(proc, suite)
     t0 = time.monotonic()
     (os.killpg if to_group else os.kill)(proc.pid, signum)
@@ -147,7 +152,8 @@ def test_signal_ends_run_cleanly(suite, signum, to_group):
     if signum == signal.SIGTERM:
         # The command the line gives resumes: with b_stuck fixed, the rest is judged and the mark goes.
         (suite / "solutions" / "gemm" / "b_stuck.py").write_text(textwrap.dedent(QUICK))
-        again = subprocess.run(shlex.split(resume), capture_output=True, text=True, timeout=300)
+        again = subprocess.run(shlex.split(resume), capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, GAUNTLET_CACHE=str(suite / "cache")))
         assert again.returncode == 0, again.stderr
         assert "gemm/a_quick@cpu: unchanged since it was judged: pass (resumed)" in again.stderr
         final = json.loads((suite / "results.json").read_text())
@@ -158,7 +164,7 @@ def test_signal_ends_run_cleanly(suite, signum, to_group):
 def test_second_signal_ends_at_once(suite):
     """Ctrl-C, then a CI's SIGTERM right behind it: whichever ends the run, it ends without a traceback or a
     survivor, and the results file holds what was judged."""
-    proc = _start(_argv(suite))
+    proc = _start(_argv(suite), cache=suite / "cache")
     _wait_in_flight(proc, suite)
     os.killpg(proc.pid, signal.SIGINT)
     os.kill(proc.pid, signal.SIGTERM)
@@ -241,7 +247,7 @@ def test_eval_json_prints_one_interrupted_object(suite, signum):
 def test_sigkill_between_records_leaves_a_file_that_resumes(suite):
     """kill -9 of the judge alone (the OOM killer, a runner torn down): its workers die with it (PDEATHSIG), the
     file holds the judged record, and the next run resumes it."""
-    proc = _start(_argv(suite), forks=False)
+    proc = _start(_argv(suite), forks=False, cache=suite / "cache")
     _wait_in_flight(proc, suite, forks=False)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
@@ -252,7 +258,7 @@ def test_sigkill_between_records_leaves_a_file_that_resumes(suite):
     doc = json.loads((suite / "results.json").read_text())
     assert [r["solution"] for r in doc["records"]] == ["a_quick"]
     again = subprocess.run([sys.executable, "-m", "gauntlet", *_argv(suite, "a_quick")], capture_output=True,
-                           text=True, timeout=300)
+                           text=True, timeout=300, env=dict(os.environ, GAUNTLET_CACHE=str(suite / "cache")))
     assert again.returncode == 0, again.stderr
     assert "(resumed)" in again.stderr and "new 0" in again.stderr
 
