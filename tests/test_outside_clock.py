@@ -124,7 +124,7 @@ class SpanWorker(FakeWorker):
         return dict(reply, **self.reply), []
 
 
-def _schedule(monkeypatch, cand_ms=0.2, base_ms=0.2, gpu_ms=None):
+def _schedule(cand_ms=0.2, base_ms=0.2, gpu_ms=None):
     clock, log = _Clock(), []
     cand = SpanWorker("cand", cand_ms, log, clock, gpu_ms=gpu_ms, gap_ms=0.1)
     base = SpanWorker("base", base_ms, log, clock, gap_ms=0.1)
@@ -134,8 +134,8 @@ def _schedule(monkeypatch, cand_ms=0.2, base_ms=0.2, gpu_ms=None):
     return s, cand, base, log
 
 
-def test_the_schedule_runs_both_sides_spans_interleaved_and_keeps_the_long_spans_outputs(monkeypatch):
-    s, cand, base, log = _schedule(monkeypatch)
+def test_the_schedule_runs_both_sides_spans_interleaved_and_keeps_the_long_spans_outputs():
+    s, cand, base, log = _schedule()
     s.run(budget_s=1.0)
     spans = [(who, stopped) for who, op, stopped in log if op == "bench_span"]
     assert len(spans) == 2 * 2 * outside.SPAN_REPEATS and all(stopped for _, stopped in spans)
@@ -149,8 +149,8 @@ def test_the_schedule_runs_both_sides_spans_interleaved_and_keeps_the_long_spans
     assert summary["baseline"] == "cublas" and summary["candidate"]["slope_ms"] == pytest.approx(0.2 + FLUSH, 0.02)
 
 
-def test_events_that_under_report_the_gpu_are_tampering_by_the_outside_clock(monkeypatch):
-    s, cand, base, log = _schedule(monkeypatch, cand_ms=0.12, gpu_ms=0.2)
+def test_events_that_under_report_the_gpu_are_tampering_by_the_outside_clock():
+    s, cand, base, log = _schedule(cand_ms=0.12, gpu_ms=0.2)
     s.run(budget_s=1.0)
     assert not s.reasons
     found = s.second_clock(s.figures())
@@ -159,7 +159,7 @@ def test_events_that_under_report_the_gpu_are_tampering_by_the_outside_clock(mon
 
 
 def test_the_long_spans_outputs_are_judged_with_the_spots(monkeypatch):
-    s, cand, base, log = _schedule(monkeypatch)
+    s, cand, base, log = _schedule()
     s.run(budget_s=1.0)
     seen = []
     monkeypatch.setattr(spots, "_judge_spots", lambda judge, spec, shape, chosen, record: seen.extend(chosen) or [])
@@ -170,8 +170,8 @@ def test_the_long_spans_outputs_are_judged_with_the_spots(monkeypatch):
     assert all(p in seen for p in s.outside["proofs"])
 
 
-def test_a_span_that_reports_its_hold_ran_out_is_run_again_with_a_longer_hold(monkeypatch):
-    s, cand, base, log = _schedule(monkeypatch)
+def test_a_span_that_reports_its_hold_ran_out_is_run_again_with_a_longer_hold():
+    s, cand, base, log = _schedule()
     cand.starved_until = 1e9           # it always says so: the hold grows to its cap, and the bound still applies
     s.run(budget_s=1.0)
     by_n: dict = {}
@@ -184,30 +184,30 @@ def test_a_span_that_reports_its_hold_ran_out_is_run_again_with_a_longer_hold(mo
     assert s.second_clock(s.figures()) == []
 
 
-def test_a_reply_sent_before_its_output_was_finished_is_tampering(monkeypatch):
-    s, cand, base, log = _schedule(monkeypatch)
+def test_a_reply_sent_before_its_output_was_finished_is_tampering():
+    s, cand, base, log = _schedule()
     cand.finished_later = True
     s.run(budget_s=1.0)
     assert [r.code for r in s.reasons] == ["tampering"] and "does not hold" in s.reasons[0].detail
 
 
 @pytest.mark.parametrize("bad", [{"seed": 5}, {"starved": "no"}, {"picked": 7}, {"picked": "ab" * 5000}])
-def test_a_malformed_span_reply_is_tampering(monkeypatch, bad):
-    s, cand, base, log = _schedule(monkeypatch)
+def test_a_malformed_span_reply_is_tampering(bad):
+    s, cand, base, log = _schedule()
     cand.reply = bad
     s.run(budget_s=1.0)
     assert [r.code for r in s.reasons] == ["tampering"]
 
 
-def test_a_baseline_span_failure_is_a_harness_error(monkeypatch):
-    s, cand, base, log = _schedule(monkeypatch)
+def test_a_baseline_span_failure_is_a_harness_error():
+    s, cand, base, log = _schedule()
     base.reply = {"ok": False, "detail": "CUDA error"}
     with pytest.raises(RuntimeError, match="baseline worker failed a span"):
         s.run(budget_s=1.0)
 
 
-def test_without_a_gpu_or_a_baseline_that_can_be_held_the_record_says_why(monkeypatch):
-    s, cand, base, log = _schedule(monkeypatch)
+def test_without_a_gpu_or_a_baseline_that_can_be_held_the_record_says_why():
+    s, cand, base, log = _schedule()
     base.waits = True
     s.run(budget_s=1.0)
     assert s.outside["summary"] == {"skipped": "no baseline whose calls can be queued behind a hold"}
@@ -217,7 +217,7 @@ def test_without_a_gpu_or_a_baseline_that_can_be_held_the_record_says_why(monkey
 def test_a_judgements_first_shape_is_always_measured_and_a_later_one_by_a_draw(monkeypatch):
     """The first timed shape of a worker always gets its spans; a later one only when the draw, made after its
     rounds, says so (here forced each way)."""
-    s, cand, base, log = _schedule(monkeypatch)
+    s, cand, base, log = _schedule()
     s.run(budget_s=1.0)
     assert "candidate" in s.outside and cand.outside_clocked
     for draw, measured in ((0.99, False), (0.0, True)):
@@ -247,15 +247,15 @@ class NoisyOnceWorker(SpanWorker):
         return super().answer(header, timeout, what, max_blob, device)
 
 
-def test_a_figure_out_of_bound_is_measured_again_and_an_honest_one_settles(monkeypatch):
+def test_a_figure_out_of_bound_is_measured_again_and_an_honest_one_settles():
     """The first measurement's long spans delayed by the host (an honest figure reads well above what it reports):
     the spans are taken again, each size's fastest over all of them counts, and the figure settles inside the
     bound. An undisturbed honest figure is measured once."""
-    s, cand, base, log = _schedule(monkeypatch)
+    s, cand, base, log = _schedule()
     s.run(budget_s=1.0)
     assert s.outside["summary"]["measured"] == 1 and s.second_clock(s.figures()) == []
     long_n = max(n for n, _ in cand.spans)
-    s, cand, base, log = _schedule(monkeypatch)
+    s, cand, base, log = _schedule()
     noisy = NoisyOnceWorker("cand", 0.2, log, cand.clock, gap_ms=0.1, long_n=long_n, slow=outside.SPAN_REPEATS,
                             delay_ms=12.0)
     noisy.peer, base.peer, s.cand = base, noisy, noisy
@@ -266,10 +266,10 @@ def test_a_figure_out_of_bound_is_measured_again_and_an_honest_one_settles(monke
     assert s.second_clock(s.figures()) == []
 
 
-def test_a_lie_of_a_fifth_is_measured_again_up_to_the_limit_and_ruled(monkeypatch):
+def test_a_lie_of_a_fifth_is_measured_again_up_to_the_limit_and_ruled():
     """Events that report 0.8 of the GPU time (tests/bad/scales_reported_times.py on the GPU): out of bound at every
     measurement, so measured 1 + AGAIN times, then `tampering`."""
-    s, cand, base, log = _schedule(monkeypatch, cand_ms=0.16, gpu_ms=0.2)
+    s, cand, base, log = _schedule(cand_ms=0.16, gpu_ms=0.2)
     s.run(budget_s=1.0)
     assert s.outside["summary"]["measured"] == 1 + outside.AGAIN
     assert len(cand.spans) == 2 * outside.SPAN_REPEATS * (1 + outside.AGAIN)

@@ -175,7 +175,6 @@ class FakeWorker:
 
     def now(self):
         """The parent's clock, as Child.request's `clock` reads it."""
-        import time
         return time.perf_counter()
 
     def request(self, header, timeout, what, max_blob=0, device=None, clock=None):
