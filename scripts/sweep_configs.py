@@ -113,7 +113,7 @@ def sweep_gemm(fh, quick):
                     with variant(pers, kn, cfg, **v):
                         err = rel_err(pers.solve(a, b), ref)
                         t = bench(lambda: pers.solve(a, b))
-                        used = pers._config(M, N, K, True, pers._sm_count(a.device))
+                        used = pers._config(M, N, K, True, pers._card(a.device)[0])
                     row = dict(problem="gemm", dtype=str(dtype)[6:], shape=[M, N, K], variant=name, config=used,
                                err=err, ms=t, cublas_ms=t_cublas, tiled_ms=t_tiled, vs_cublas=t_cublas / t,
                                tiled_vs_cublas=t_cublas / t_tiled, tflops=flops / t / 1e9)

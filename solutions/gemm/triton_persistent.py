@@ -25,8 +25,15 @@ H100 SXM, dense bf16 peak 989 TFLOP/s; HBM ~3.0 TB/s measured copy):
   last wave is 76% full; persistent cannot fix the tile count but overlaps epilogues. Predicted ~1.0x.
 - 16384x7168x2048: K = 2048 is only 32 K-steps of 64, so the epilogue (writing 224 MiB of C) is a large share:
   C alone is 75 us at 3.0 TB/s against ~0.62 ms of MMA; overlapping it is the point. Predicted ~0.97x-1.0x.
-- M = 128 decode shapes: bound by reading B once (117 MiB, ~39 us at 3 TB/s); the tile shrinks so every SM has
-  work (as in triton_tiled.py). Predicted no better than the tiled kernel.
+- M = 128 decode shapes: bound by reading B once (117 MiB, ~39 us at 3 TB/s); predicted no better than the tiled
+  kernel with one tile of C per program.
+- Few rows (M <= 256) take their own kernel (`_splitk_config`): not persistent, 64x128x64 tiles, 4 stages, 4 warps
+  (two programs per SM), and K cut into slices when the tiles of C leave more than half the SMs idle, as many
+  slices as the card's SMs hold programs (SM count and shared memory read from the device), the fp32 partial sums
+  added in order by a second kernel. In CUDA-graph sweeps on an H200 (the few-row shapes 128x14336x4096,
+  128x4096x14336, 256x4096x4096, 64x14336x4096) this one config read 0.97x-1.02x cuBLAS at every shape, where the
+  best config of each shape differed (up to 1.15x at M = 256) and 128-row tiles lost up to 2x at M = 256; slicing
+  where the tiles already filled the card lost 20-50% (the second kernel and the fp32 copies of C).
 Measured, NVIDIA H100 80GB HBM3, torch 2.11 / triton 3.6 (ratio = cuBLAS time / this kernel's, same run):
 | shape | do_bench sweep, bf16 (triton_tiled) | Gauntlet bf16 [95% CI] | Gauntlet fp16 |
 |---|---|---|---|
@@ -35,14 +42,13 @@ Measured, NVIDIA H100 80GB HBM3, torch 2.11 / triton 3.6 (ratio = cuBLAS time / 
 | 16384x7168x2048 | 1.107 (0.964) | 0.995 [0.992, 0.999] | 0.997 |
 | 4096x14336x4096 | 0.970 (0.919) | 0.985 [0.982, 0.989] | 0.987 |
 | geomean | 1.004 | 0.997 | 0.998 |
-| 128x14336x4096 (decode) | 0.588 (0.667) | not timed | |
-| 128x4096x14336 (decode) | 0.507 (0.779) | not timed | |
 - The prediction held at the large shapes: parity with cuBLAS (786 TFLOP/s at 8192^3), not a clear win. do_bench's
   sweep figures moved by up to 9% between configs that were in fact identical (power and clocks), so the config
   choices (GROUP_M 8, 3 stages, split store) rest on Gauntlet's interleaved figures, not on the sweep's ranking.
 - Tried and slower in the sweep: GROUP_M 16/32, 256x128 tiles, 128x256x128 with 2 stages (0.66-0.86x).
-- Decode shapes (M = 128) are worse than triton_tiled: 224 tiles of 128x64 over 132 persistent programs leave
-  a 1.7-wave tail; a split-K or stream-K schedule is what they need (not done).
+- The decode shapes on the persistent walk (before the few-row kernel): 0.588 and 0.507 in the H100 sweep, 0.697
+  and 0.589 by Gauntlet on an H200 (224 tiles of 128x64 over 132 programs, a 1.7-wave tail). With the few-row
+  kernel, Gauntlet on an H200: 0.972 and 0.965 (docs/benchmarks.md).
 """
 import contextlib
 import functools
@@ -127,11 +133,52 @@ def _gemm_ptr_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_
         tl.store(c_ptrs, acc.to(OUT_DTYPE), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _gemm_splitk_kernel(a_desc, b_desc, c_desc, w_ptr, M, N, K, k_tiles_per_split,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr,
+                        OUT_DTYPE: tl.constexpr):
+    """Few rows (decode): one program per (tile of C, slice of K), not persistent. With SPLIT, each writes its fp32
+    partial sum to slice pid_s of the workspace w (S x M x N) and _splitk_reduce adds the slices in order."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    pid_m = tl.program_id(0) % num_pid_m                     # row tiles of one column adjacent: B read once
+    pid_n = tl.program_id(0) // num_pid_m
+    pid_s = tl.program_id(1)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    k_first = pid_s * k_tiles_per_split
+    k_last = tl.minimum(k_first + k_tiles_per_split, tl.cdiv(K, BLOCK_K))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(k_first, k_last):
+        a = a_desc.load([off_m, ki * BLOCK_K])
+        b = b_desc.load([ki * BLOCK_K, off_n])
+        acc = tl.dot(a, b, acc)
+    if SPLIT:
+        offs_m = (off_m + tl.arange(0, BLOCK_M)).to(tl.int64)
+        offs_n = off_n + tl.arange(0, BLOCK_N)
+        w = w_ptr + pid_s.to(tl.int64) * M * N + offs_m[:, None] * N + offs_n[None, :]
+        tl.store(w, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    else:
+        c_desc.store([off_m, off_n], acc.to(OUT_DTYPE))
+
+
+@triton.jit
+def _splitk_reduce(w_ptr, c_ptr, MN, S, BLOCK: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    """c = sum over s of w[s] (fp32, in order s = 0, 1, ...), rounded once to the output dtype."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in range(S):
+        acc += tl.load(w_ptr + s * MN + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, acc.to(OUT_DTYPE), mask=mask)
+
+
 @functools.lru_cache(maxsize=None)
-def _sm_count(device):
+def _card(device):
+    """(SM count, shared memory per SM in bytes): the configs follow the card they run on."""
     if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return 132  # the CPU interpreter: pretend H100, so it walks tiles as an H100 would
+        props = torch.cuda.get_device_properties(device)
+        return props.multi_processor_count, getattr(props, "shared_memory_per_multiprocessor", 228 * 1024)
+    return 132, 228 * 1024  # the CPU interpreter: pretend H100, so it walks tiles as an H100 would
 
 
 def _p2(x, lo):
@@ -168,6 +215,48 @@ def _config(M, N, K, tma, n_sm):
     return bm, bn, bk, num_warps, num_stages, split
 
 
+def _splitk_config(M, N, K, n_sm, smem):
+    """Few rows (M <= 256, TMA-aligned): (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, S), S slices of K.
+
+    Decode is bound by reading B once; what matters is that every SM streams its share of it with loads in flight.
+    Tiles of 64 rows x 128 columns, 4 stages of 64 K each (96 KiB: two programs per SM of 228 KiB) and 4 warps held
+    at every few-row shape measured (see the module docstring); 128-row tiles took one program per SM and lost up
+    to 2x at M = 256. Tiles of C alone cannot always fill the card (M = 128, N = 4096: 64 tiles), so K is cut into S
+    slices, as many as the SMs hold at once (SM count x programs per SM, from the card), one wave. A split costs a
+    second kernel and S fp32 copies of C, so tiles that already give half the SMs a program are not split."""
+    bm = min(64, _p2(M, 16))
+    bn = min(128, _p2(N, 16))
+    bk = min(64, _p2(K, 16))
+    num_stages = 4
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    k_tiles = triton.cdiv(K, bk)
+    per_sm = max(1, smem // ((bm + bn) * bk * 2 * num_stages + 1024))
+    S = 1
+    if 2 * tiles <= n_sm:
+        S = max(1, min(n_sm * per_sm // tiles, k_tiles // 4, 16))
+    return bm, bn, bk, 4, num_stages, S
+
+
+def _splitk(a, b, c, card, config=None):
+    M, K = a.shape
+    N = b.shape[1]
+    bm, bn, bk, num_warps, num_stages, S = config or _splitk_config(M, N, K, *card)
+    k_tiles = triton.cdiv(K, bk)
+    per = triton.cdiv(k_tiles, S)
+    S = triton.cdiv(k_tiles, per)                       # no empty slice
+    out_dtype = _TORCH_TO_TL[a.dtype]
+    a_desc = TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk])
+    b_desc = TensorDescriptor(b, [K, N], [b.stride(0), 1], [bk, bn])
+    c_desc = TensorDescriptor(c, [M, N], [N, 1], [bm, bn])
+    w = torch.empty((S, M, N), dtype=torch.float32, device=a.device) if S > 1 else c
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), S)
+    _gemm_splitk_kernel[grid](a_desc, b_desc, c_desc, w, M, N, K, per, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                              SPLIT=S > 1, OUT_DTYPE=out_dtype, num_warps=num_warps, num_stages=num_stages)
+    if S > 1:
+        _splitk_reduce[(triton.cdiv(M * N, 1024),)](w, c, M * N, S, BLOCK=1024, OUT_DTYPE=out_dtype, num_warps=4)
+    return c
+
+
 def solve(a, b):
     assert a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0], (tuple(a.shape), tuple(b.shape))
     assert a.dtype == b.dtype and a.dtype in _TORCH_TO_TL, (a.dtype, b.dtype)
@@ -182,7 +271,11 @@ def solve(a, b):
     esize = a.element_size()
     tma = (a.stride(1) == 1 and b.stride(1) == 1 and all(t.data_ptr() % 16 == 0 for t in (a, b, c))
            and (a.stride(0) * esize) % 16 == 0 and (b.stride(0) * esize) % 16 == 0 and (N * esize) % 16 == 0)
-    n_sm = _sm_count(a.device)
+    card = _card(a.device)
+    n_sm = card[0]
+    if tma and M <= 256:
+        with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
+            return _splitk(a, b, c, card)
     bm, bn, bk, num_warps, num_stages, split = _config(M, N, K, tma, n_sm)
     grid = (min(n_sm, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
     out_dtype = _TORCH_TO_TL[a.dtype]

@@ -1,10 +1,14 @@
 """Known-bad (GPU): a correct answer (cuBLAS), and at import a rewrite of its own worker's timing in-process that every
-in-process check misses: each timed call's events report 0.8 of the GPU time, and the profiler's timeline of the call is
+in-process check misses: each timed call's events report 0.7 of the GPU time, and the profiler's timeline of the call is
 squeezed to match (every GPU activity after the hold's end moved towards it by the same factor), so the measured window
 still holds every kernel. Nothing the tamper watch fingerprints changes: the timing module's global `torch` (a module,
 data the watch leaves alone) is replaced by a proxy whose cuda.Event reports scaled times, and a new global `dict` (a
 name the watch never listed) shadows the builtin where the loop builds each call's observation. The honest twin reads
-about 1.0x cuBLAS; this one would read 1.25x.
+about 1.0x cuBLAS; this one would read 1.43x.
+
+The lie is 30%, beyond the most the outside clock's bound ever allows (10% + 4 us + the slopes' spread, capped at
+5%: docs/threat-model.md). At 20% the fixture sat at the bound's edge: it was caught alone on an H200 and passed
+alone in another run there (docs/benchmarks.md), so it tested the noise, not the check.
 
 What catches it: the outside clock (gauntlet.judge.timing.outside), spans of calls timed from the parent, which see
 the GPU time the events under-report. Expected: tampering.
@@ -24,7 +28,7 @@ DTYPES = ("bfloat16",)
 TIMING = True
 SERIAL = True
 
-SCALE = 0.8
+SCALE = 0.7
 
 
 class _Event(torch.cuda.Event):
