@@ -48,6 +48,10 @@ Gauntlet columns are two separate runs (before and after), each ratio against SD
   3.0 TB/s); SDPA takes 26 us, this kernel ~32 us.
 - What is left at D = 128 prefill (0.85x) is cuDNN's FlashAttention-3-style kernel (warp-specialised producer and
   consumer warpgroups, ping-pong softmax); Triton 3.6's warp specialisation is Blackwell-only.
+- On an H200 (docs/benchmarks.md, 2026-11-29) single-sequence decode at 8k reads 0.75x SDPA, and no configuration
+  closes it: CUDA-graph sweeps of 32- to 128-key blocks, 2 to 4 stages, 2 or 4 warps and 8 to 528 programs reached
+  0.57x of SDPA's 11.4 us on the GPU alone (the shipped splits 0.53x), where K and V (33.5 MB) take about 7 us at
+  the card's bandwidth. What the kernel and its merge spend beyond that floor has not been profiled (ncu) yet.
 """
 import functools
 import math
