@@ -11,25 +11,17 @@ GPU machine): python scripts/sweep_decode.py --out results/sweep_decode.jsonl [-
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import json
-import pathlib
 import time
 
 import torch
 import triton
 from triton.testing import do_bench_cudagraph
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from sweep_configs import load      # scripts/ is this script's first path entry
+
 SHAPES = [(128, 14336, 4096), (128, 4096, 14336), (256, 4096, 4096), (64, 14336, 4096), (16, 4096, 4096)]
-
-
-def load(rel: str):
-    spec = importlib.util.spec_from_file_location(pathlib.Path(rel).stem, ROOT / rel)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def graph_ms(fn) -> float:

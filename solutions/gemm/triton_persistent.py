@@ -273,13 +273,12 @@ def solve(a, b):
            and (a.stride(0) * esize) % 16 == 0 and (b.stride(0) * esize) % 16 == 0 and (N * esize) % 16 == 0)
     card = _card(a.device)
     n_sm = card[0]
-    if tma and M <= 256:
-        with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
-            return _splitk(a, b, c, card)
-    bm, bn, bk, num_warps, num_stages, split = _config(M, N, K, tma, n_sm)
-    grid = (min(n_sm, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
-    out_dtype = _TORCH_TO_TL[a.dtype]
     with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():   # Triton launches on the current device
+        if tma and M <= 256:
+            return _splitk(a, b, c, card)
+        bm, bn, bk, num_warps, num_stages, split = _config(M, N, K, tma, n_sm)
+        grid = (min(n_sm, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
+        out_dtype = _TORCH_TO_TL[a.dtype]
         if tma:
             a_desc = TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk])
             b_desc = TensorDescriptor(b, [K, N], [b.stride(0), 1], [bk, bn])
