@@ -1,12 +1,12 @@
 """Config sweep for the persistent Triton solutions (gemm, grouped_gemm_moe, int8_gemm, w8a8_gemm,
-attention_fwd) on one GPU: every variant timed with
+attention_fwd, fp8_gemm_blockwise) on one GPU: every variant timed with
 triton.testing.do_bench on the same inputs as the baselines, correctness checked against torch, one JSON line per
 (shape, variant) written as it comes, a table at the end.
 
 This is the measurement behind the configs chosen in solutions/*/triton_persistent.py (the issue asks for the
 floor, the prediction and the measurement beside each kernel). It is not Gauntlet's figure: `gauntlet run` times
 the chosen config against the baselines in clean worker processes. Usage (on a GPU machine):
-    python scripts/sweep_configs.py --out results/sweep.jsonl [--only gemm|grouped|int8|attention] [--quick]
+    python scripts/sweep_configs.py --out results/sweep.jsonl [--only gemm|grouped|int8|attention|fp8] [--quick]
 """
 from __future__ import annotations
 
@@ -294,6 +294,53 @@ def sweep_attention(fh, quick):
             torch.cuda.empty_cache()
 
 
+def sweep_fp8(fh, quick, only=None):
+    """fp8_gemm_blockwise: triton_blockwise's GEMM tiles (_gemm_config) and program order (GROUP_M) against the
+    baseline (torch._scaled_mm, cuBLASLt's block-scaled fp8), the activation quantization included on both sides."""
+    import yaml
+    ref_mod = load("problems/fp8_gemm_blockwise/reference.py")
+    base = load("solutions/fp8_gemm_blockwise/torch_blockwise.py")
+    fp8 = load("solutions/fp8_gemm_blockwise/triton_blockwise.py")
+    shapes = yaml.safe_load((ROOT / "problems/fp8_gemm_blockwise/problem.yaml").read_text())["benchmark"]
+    cfgs = [(128, 128, 8, 4), (128, 128, 8, 3), (128, 256, 8, 3), (128, 256, 8, 2), (64, 256, 4, 4),
+            (128, 64, 4, 4), (64, 128, 4, 4), (64, 128, 4, 6), (256, 128, 8, 3)]
+    variants = {"default": {}, "g16": dict(GROUP_M=16), "g4": dict(GROUP_M=4)}
+    for c in cfgs:
+        variants["cfg%dx%dw%ds%d" % c] = dict(config=c)
+    if quick:
+        variants = {k: variants[k] for k in list(variants)[:3]}
+    for i, sh in enumerate(shapes):
+        if only is not None and i not in only:
+            continue
+        shape = {k: sh[k] for k in ("M", "N", "K")}
+        x, w, ws = ref_mod.make_inputs(shape, torch.bfloat16, 1234, "cuda")
+        ref = base.solve(x, w, ws)
+        t_base = bench(lambda: base.solve(x, w, ws))
+        flops = 2 * shape["M"] * shape["N"] * shape["K"]
+        for name, v in variants.items():
+            v = dict(v)
+            cfg = v.pop("config", None)
+            saved = fp8._gemm_config, fp8._fp8_block_gemm_kernel
+            try:
+                if cfg is not None:
+                    fp8._gemm_config = lambda M, N, n_sm, c=cfg: c
+                if v:
+                    fp8._fp8_block_gemm_kernel = Force(saved[1], **v)
+                err = rel_err(fp8.solve(x, w, ws), ref)
+                t = bench(lambda: fp8.solve(x, w, ws))
+                row = dict(problem="fp8", dtype="float8_e4m3", shape=list(shape.values()), variant=name,
+                           config=fp8._gemm_config(shape["M"], shape["N"], fp8._sm_count(x.device)), err=err, ms=t,
+                           base_ms=t_base, vs_base=t_base / t, tflops=flops / t / 1e9)
+            except Exception as exc:
+                row = dict(problem="fp8", dtype="float8_e4m3", shape=list(shape.values()), variant=name,
+                           error=f"{type(exc).__name__}: {str(exc)[:300]}")
+            finally:
+                fp8._gemm_config, fp8._fp8_block_gemm_kernel = saved
+            emit(fh, row)
+        del x, w, ws, ref
+        torch.cuda.empty_cache()
+
+
 def table(path):
     rows = [json.loads(line) for line in open(path)]
     rows = [r for r in rows if "error" not in r or r["variant"] == "default"]
@@ -306,7 +353,7 @@ def table(path):
         geo.setdefault((r["problem"], r["dtype"], r["variant"]), []).append(r[key])
         if r["problem"] == "gemm":
             extra = f"tiled {r['tiled_vs_cublas']:.3f}"
-        elif r["problem"] == "attention":
+        elif r["problem"] in ("attention", "fp8"):
             extra = ""
         elif r["problem"] == "grouped":
             extra = f"vs_loop {r['vs_loop']:.2f} tiled {r['tiled_vs_gmm']:.3f}"
@@ -324,8 +371,9 @@ def table(path):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--only", choices=["gemm", "grouped", "int8", "attention"])
+    p.add_argument("--only", choices=["gemm", "grouped", "int8", "attention", "fp8"])
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--fp8-shapes", help="fp8 only: comma-separated indices into its benchmark list (default all)")
     args = p.parse_args(argv)
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, file=sys.stderr)
     t0 = time.time()
@@ -338,6 +386,8 @@ def main(argv=None):
             sweep_int8(fh, args.quick)
         if args.only in (None, "attention"):
             sweep_attention(fh, args.quick)
+        if args.only in (None, "fp8"):
+            sweep_fp8(fh, args.quick, args.fp8_shapes and {int(i) for i in args.fp8_shapes.split(',')})
     print(f"sweep took {time.time() - t0:.0f} s", file=sys.stderr)
     table(args.out)
 

@@ -19,7 +19,9 @@ Why it looks the way it does:
 - Split-KV. When the row tiles x kv heads do not fill the SMs (decode: G*Sq = 4 rows per kv head, so B*Hkv programs,
   8 at batch 1, each streaming a whole K and V), the key range is cut into splits of whole blocks; each writes its
   unnormalized fp32 acc with its m and l, and a small second kernel merges them (rescaling each by exp2(m_i - max)),
-  guarding splits that saw no key. Prefill-sized grids do not split.
+  guarding splits that saw no key. Prefill-sized grids do not split. The merge loads a tile of up to 16 splits at
+  once (`_merge_config`), so their loads are in flight together: merging one split at a time waits one memory round
+  trip per split, and at 16 splits that took longer than the attention kernel itself.
 - Tiles: D = 64: 64x64 blocks, 4 warps; D = 128: 128x64 (the S tile and the fp32 acc of 128 rows share the
   registers of 8 warps); 3 stages. Few rows (decode) take 16-64-row tiles, 4 warps, and 32 KB of K+V a stage (128
   keys at D = 64, 64 at D = 128), so 3 stages stay far inside shared memory. Rows past Sq*G are clamped for loads
@@ -48,10 +50,17 @@ Gauntlet columns are two separate runs (before and after), each ratio against SD
   3.0 TB/s); SDPA takes 26 us, this kernel ~32 us.
 - What is left at D = 128 prefill (0.85x) is cuDNN's FlashAttention-3-style kernel (warp-specialised producer and
   consumer warpgroups, ping-pong softmax); Triton 3.6's warp specialisation is Blackwell-only.
-- On an H200 (docs/benchmarks.md, 2026-11-29) single-sequence decode at 8k reads 0.75x SDPA, and no configuration
-  closes it: CUDA-graph sweeps of 32- to 128-key blocks, 2 to 4 stages, 2 or 4 warps and 8 to 528 programs reached
-  0.57x of SDPA's 11.4 us on the GPU alone (the shipped splits 0.53x), where K and V (33.5 MB) take about 7 us at
-  the card's bandwidth. What the kernel and its merge spend beyond that floor has not been profiled (ncu) yet.
+- Where it stands against its floors (Nsight Compute on an H200, scripts/profile_case.py; figures and the command
+  in docs/benchmarks.md, 2026-11-29):
+  - Decode, one 8k sequence: the attention kernel reads K and V once (33.6 MB, the same bytes as cuDNN's kernel)
+    at 43% of DRAM peak where cuDNN reaches 48%: 128 programs of 4 warps cannot keep more loads in flight. The
+    merge, one split at a time, took longer than that kernel; a tile of splits at once cut it about 4x and moved
+    Gauntlet's ratio from 0.75x to 0.99x. Config sweeps had not helped (blocks of 32-128 keys, 2-4 stages, 2 or
+    4 warps, 8-528 programs).
+  - Prefill at D = 128 (0.86x): compute-bound in both. cuDNN's kernel is persistent (one CTA of three warpgroups
+    per SM) at 58% of the SMs' throughput; this one runs 7.8 waves of one 8-warp CTA per SM (231 registers a
+    thread) at 49%. Closing it needs producer/consumer warpgroups and overlapped softmax, which Triton 3.6 does
+    not generate for Hopper.
 """
 import functools
 import math
@@ -151,7 +160,9 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr,
 @triton.jit
 def _merge_kernel(acc_ptr, m_ptr, l_ptr, o_ptr, Hkv, G, M, n_splits, split_rows,
                   sob, soh, sos, sod,
-                  BLOCK_M: tl.constexpr, D: tl.constexpr, OUT_DTYPE: tl.constexpr):
+                  BLOCK_M: tl.constexpr, SPLITS: tl.constexpr, D: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    # A (SPLITS, BLOCK_M, D) tile of partials is loaded at once, so its loads are in flight together: a loop of one
+    # split at a time waits out one memory round trip per split.
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)
     b = (pid_bh // Hkv).to(tl.int64)
@@ -159,21 +170,24 @@ def _merge_kernel(acc_ptr, m_ptr, l_ptr, o_ptr, Hkv, G, M, n_splits, split_rows,
     r = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rw = tl.minimum(r, M - 1)
     d = tl.arange(0, D)
+    sp = tl.arange(0, SPLITS)
     row = pid_bh.to(tl.int64) * M + rw
     m = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, D), dtype=tl.float32)
-    for i in range(n_splits):
-        at = row + i * split_rows
-        m_s = tl.load(m_ptr + at)
-        l_s = tl.load(l_ptr + at)
-        a_s = tl.load(acc_ptr + at[:, None] * D + d[None, :])
-        m_new = tl.maximum(m, m_s)
+    for s0 in range(0, n_splits, SPLITS):
+        s = s0 + sp
+        ok = (s < n_splits)[:, None]
+        at = row[None, :] + s.to(tl.int64)[:, None] * split_rows                # (SPLITS, BLOCK_M)
+        m_s = tl.load(m_ptr + at, mask=ok, other=float("-inf"))
+        l_s = tl.load(l_ptr + at, mask=ok, other=0.0)
+        a_s = tl.load(acc_ptr + at[:, :, None] * D + d[None, None, :], mask=ok[:, :, None], other=0.0)
+        m_new = tl.maximum(m, tl.max(m_s, 0))
         m_use = tl.where(m_new == float("-inf"), 0.0, m_new)   # no split saw a key yet: weights 0, not NaN
         alpha = tl.exp2(m - m_use)
-        beta = tl.exp2(m_s - m_use)
-        l = l * alpha + l_s * beta
-        acc = acc * alpha[:, None] + a_s * beta[:, None]
+        beta = tl.exp2(m_s - m_use[None, :])
+        l = l * alpha + tl.sum(l_s * beta, 0)
+        acc = acc * alpha[:, None] + tl.sum(a_s * beta[:, :, None], 0)
         m = m_new
     out = acc / tl.where(l > 0.0, l, 1.0)[:, None]
     pos = (rw // G).to(tl.int64)
@@ -204,6 +218,16 @@ def _splits(M, bm, tiles, n_blocks, n_sm):
     if n_blocks >= 4 and (tiles < n_sm if M <= bm else 2 * tiles <= n_sm):
         return min(triton.cdiv(n_sm, tiles), n_blocks // 2)
     return 1
+
+
+def _merge_config(M, D, splits, device):
+    """(BLOCK_M, SPLITS) of the merge's tile: up to 16 splits at once and 4096 partial values a program (32 fp32
+    registers a thread at 4 warps), so small-M merges still spread over many programs. The interpreter pays per
+    program, not per register: there it takes 64 rows at a time."""
+    sp = min(triton.next_power_of_2(splits), 16 if device.type == "cuda" else 8)
+    if device.type != "cuda":
+        return min(64, triton.next_power_of_2(M)), sp
+    return max(1, min(triton.next_power_of_2(M), 4096 // (sp * D))), sp
 
 
 def solve(q, k, v, causal):
@@ -238,10 +262,10 @@ def solve(q, k, v, causal):
                  dict(BLOCK_M=bm, BLOCK_N=bn, D=D, CAUSAL=causal, SPLIT=splits > 1, OUT_DTYPE=out_tl,
                       num_warps=num_warps, num_stages=num_stages))]
     if splits > 1:
-        mbm = 64 if D <= 64 else 32
+        mbm, msp = _merge_config(M, D, splits, q.device)
         launches.append((_merge_kernel, (triton.cdiv(M, mbm), B * Hkv),
                          (acc_ws, m_ws, l_ws, out, Hkv, G, M, splits, B * Hkv * M, *out.stride()),
-                         dict(BLOCK_M=mbm, D=D, OUT_DTYPE=out_tl, num_warps=4)))
+                         dict(BLOCK_M=mbm, SPLITS=msp, D=D, OUT_DTYPE=out_tl, num_warps=4)))
     for kernel, grid, args, meta in launches:
         if q.is_cuda and q.device.index != torch.cuda.current_device():
             with torch.cuda.device(q.device):

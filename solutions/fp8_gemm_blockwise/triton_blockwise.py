@@ -17,14 +17,25 @@ GEMM (`_fp8_block_gemm_kernel`):
   (on Hopper the wgmma chain accumulates those 128 products in its reduced-precision fp8 accumulator, exactly the
   span DeepGEMM leaves to it), then acc += partial * (x_scale[m] * w_scale[n // 128]) in fp32 registers: the
   promotion to full fp32 precision happens every 128 K, and the scales are applied where they change.
-- 128x128 tiles, 8 warps, 4 stages (32 KiB of fp8 per stage); acc + partial cost 2 x 64 registers per thread.
-  M <= 64 (decode) gets BLOCK_M = 64 (one warpgroup, wgmma's M), and N tiles halve to 64 when there are fewer
-  tiles than SMs. w_fp8 is (N, K) row-major: its (BLOCK_K, BLOCK_N) tile is K-contiguous, as fp8 wgmma requires.
+- 64x128 tiles (BLOCK_M = 64: one warpgroup, wgmma's M), 4 warps, 4 stages (24 KiB of fp8 per stage); N tiles
+  halve to 64 when there are fewer tiles than SMs (decode). acc + partial hold two fp32 tiles in registers: 128x128
+  on 8 warps needed 255 registers a thread and took 8-20% longer at the four prefill shapes
+  (scripts/sweep_configs.py --only fp8, on an H200); 128x256 and 256x128 lost a third or more at every shape.
+  w_fp8 is (N, K) row-major: its (BLOCK_K, BLOCK_N) tile is K-contiguous, as fp8 wgmma requires.
 - w_fp8 is used in place (it is the stored weight): its K tail is masked (other=0; the matching A columns are zero
   anyway) only when K % 128 != 0. Rows/columns past M/N are wrapped (% M, % N) and the store is masked. w_scale's
   N index is n // 128 per column, so any BLOCK_N works and partial last blocks need nothing special.
 - Grouped program order (GROUP_M) for L2 reuse; int64 offsets only for tensors of 2**31 elements or more; no
-  autotuning (the judge would time it); configs reasoned, not tuned on an H100.
+  autotuning (the judge would time it).
+
+Where it falls short (Nsight Compute on an H200, scripts/profile_case.py; figures in docs/benchmarks.md,
+2026-11-29): at 4096x24576x1536 (0.71x of cuBLASLt) each tile has only 12 K blocks, and the grid is 46 waves of
+short tiles whose prologue and epilogue are not overlapped: the GEMM kernel reaches 39% of the SMs' throughput and
+16% of DRAM's, at two 4-warp programs per SM (195 registers a thread). cuBLASLt's kernel is persistent (one CTA of
+three warpgroups per SM, producer and consumers) and reaches 66%. Closing it needs a persistent kernel with its
+epilogue overlapped, as gemm/triton_persistent does for bf16. Decode at 64x7168x16384 (0.86x) reads the weight
+once with 112 tiles of 64x64 on 132 SMs, each walking all 128 K blocks: split-K is the known way, not tried
+here.
 """
 import functools
 
@@ -133,12 +144,13 @@ def _sm_count(device):
 
 
 def _gemm_config(M, N, n_sm):
-    bm = 64 if M <= 64 else 128
-    bn = 128
+    """(BLOCK_M, BLOCK_N, warps, stages): 64-row tiles (one warpgroup's wgmma M) of 128 columns, halved to 64 when
+    the tiles do not fill the card's SMs. Each K block needs acc and a fresh partial tile in registers, which 64 rows
+    on 4 warps hold at two programs an SM; 128x128 on 8 warps took 8 to 20% longer at the prefill shapes."""
+    bm, bn = 64, 128
     if triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
         bn = 64
-    num_warps = 8 if bm * bn >= 128 * 128 else 4
-    return bm, bn, num_warps, 4
+    return bm, bn, 4, 4
 
 
 def _run(x, w_fp8, w_scale):

@@ -1,0 +1,83 @@
+"""attention_fwd/triton_flash's split-KV merge: partials of many splits are merged a tile of splits at a time, and the
+result is the attention over every key, on Triton's CPU interpreter, including several tiles of splits with an
+uneven last one. The GPU judges the same kernel in the solution tests (fuzzed over its domain, where decode shapes
+split the keys 16 to 70 ways); a CPU fuzz case splits at most a few ways, so one tile of splits would be all it
+ever merged."""
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests import needs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load():
+    """The solution file compiled for the interpreter (triton.jit picks it at decoration time), env restored."""
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        spec = importlib.util.spec_from_file_location("merge_triton_flash",
+                                                      ROOT / "solutions" / "attention_fwd" / "triton_flash.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    return mod
+
+
+flash = _load()
+
+
+def _attention(q, k, v, causal):
+    """In float64, bottom-right causal: query i sees keys j <= i + Sk - Sq."""
+    G = q.shape[1] // k.shape[1]
+    k, v = (t.double().repeat_interleave(G, dim=1) for t in (k, v))
+    s = q.double() @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        Sq, Sk = q.shape[2], k.shape[2]
+        seen = torch.arange(Sk)[None, :] <= torch.arange(Sq)[:, None] + (Sk - Sq)
+        s = s.masked_fill(~seen, float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+def test_the_merge_tile_stays_within_its_register_budget_on_a_gpu_and_takes_many_rows_on_the_interpreter():
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert flash._merge_config(4, 128, 16, cuda) == (2, 16)       # decode, one 8k sequence: 16 programs, not 8
+    assert flash._merge_config(4, 128, 70, cuda) == (2, 16)       # the rest in further tiles of 16
+    assert flash._merge_config(4, 64, 3, cuda) == (4, 4)
+    assert flash._merge_config(1024, 64, 2, cuda) == (32, 2)
+    assert flash._merge_config(300, 128, 11, cpu) == (64, 8)
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize(("B", "Hkv", "G", "Sq", "Sk", "D", "causal"),
+                         [(1, 1, 4, 1, 2050, 128, True),      # 11 splits: a tile of 8, then 3
+                          (1, 2, 1, 2, 4300, 64, False),      # D = 64: 17 splits of 256 keys
+                          (2, 1, 2, 3, 4100, 128, True)])     # 21 splits: 8, 8, 5
+def test_many_splits_merge_to_the_attention_over_every_key(monkeypatch, B, Hkv, G, Sq, Sk, D, causal):
+    """A tile of splits dropped, counted twice or weighted with another tile's maximum misses by a share of |O|."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    seen, config = [], flash._merge_config
+
+    def recording(M, D_, splits, device):
+        seen.append(splits)
+        return config(M, D_, splits, device)
+    monkeypatch.setattr(flash, "_merge_config", recording)
+    g = torch.Generator().manual_seed(B * 1000 + Sk + D)
+    q = torch.randn(B, Hkv * G, Sq, D, generator=g).half()
+    k = torch.randn(B, Hkv, Sk, D, generator=g).half()
+    v = torch.randn(B, Hkv, Sk, D, generator=g).half()
+    out = flash.solve(q, k, v, causal)
+    assert seen and seen[0] > config(Sq * G, D, seen[0], torch.device("cpu"))[1], seen   # more than one tile
+    ref = _attention(q, k, v, causal)
+    torch.testing.assert_close(out.double(), ref, rtol=2 ** -9, atol=2 ** -9 * float(ref.abs().max()))
