@@ -1,10 +1,10 @@
 """One solution at one benchmark shape, run between cudaProfilerStart and cudaProfilerStop so that Nsight Compute
 profiles only its steady-state launches (the warm-up's compiles and autotuning stay outside the window). This is how
-the floors in the kernels' docstrings are measured (DRAM bytes, achieved occupancy, stall reasons), e.g.:
+the floors in the kernels' docstrings are measured (DRAM bytes, SM and DRAM throughput, occupancy, registers), e.g.:
 
-    ncu --profile-from-start off --section SpeedOfLight --section Occupancy --section WarpStateStats \\
-        --section MemoryWorkloadAnalysis --csv --page details \\
-        python scripts/profile_case.py attention_fwd triton_flash --shape 3 --dtype bfloat16
+    ncu --profile-from-start off --section SpeedOfLight --section Occupancy --section LaunchStats \\
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --page details \\
+        python scripts/profile_case.py attention_fwd triton_flash --shape 3 --dtype bfloat16 --calls 1
 
 Run it for the baseline too (same shape, same inputs) to set the two side by side. It is not Gauntlet's figure.
 """
