@@ -61,23 +61,26 @@ def test_the_merge_tile_stays_within_its_register_budget_on_a_gpu_and_takes_many
 
 @needs.triton_cpu
 @pytest.mark.parametrize(("B", "Hkv", "G", "Sq", "Sk", "D", "causal"),
-                         [(1, 1, 4, 1, 2050, 128, True),      # 11 splits: a tile of 8, then 3
-                          (1, 2, 1, 2, 4300, 64, False),      # D = 64: 17 splits of 256 keys
-                          (2, 1, 2, 3, 4100, 128, True)])     # 21 splits: 8, 8, 5
-def test_many_splits_merge_to_the_attention_over_every_key(monkeypatch, B, Hkv, G, Sq, Sk, D, causal):
-    """A tile of splits dropped, counted twice or weighted with another tile's maximum misses by a share of |O|."""
+                         [(1, 1, 4, 1, 4200, 128, True),      # 33 splits: 8 x 4 + 1, or 16 + 16 + 1
+                          (1, 2, 1, 2, 4300, 64, False),      # D = 64: 17 splits of 256 keys: 8 + 8 + 1, or 16 + 1
+                          (2, 1, 2, 3, 4100, 128, True)])     # 22 splits: 8 + 8 + 6, or 16 + 6
+@pytest.mark.parametrize("tiles_of", ["cpu", "cuda"])
+def test_many_splits_merge_to_the_attention_over_every_key(monkeypatch, B, Hkv, G, Sq, Sk, D, causal, tiles_of):
+    """A tile of splits dropped, counted twice or weighted with another tile's maximum misses by a share of |O|.
+    `tiles_of`: the merge tiles the interpreter takes (64 rows, 8 splits) or those a GPU takes (1 to 4 rows, 16
+    splits), run here on the interpreter."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     seen, config = [], flash._merge_config
 
     def recording(M, D_, splits, device):
         seen.append(splits)
-        return config(M, D_, splits, device)
+        return config(M, D_, splits, torch.device(tiles_of))
     monkeypatch.setattr(flash, "_merge_config", recording)
     g = torch.Generator().manual_seed(B * 1000 + Sk + D)
     q = torch.randn(B, Hkv * G, Sq, D, generator=g).half()
     k = torch.randn(B, Hkv, Sk, D, generator=g).half()
     v = torch.randn(B, Hkv, Sk, D, generator=g).half()
     out = flash.solve(q, k, v, causal)
-    assert seen and seen[0] > config(Sq * G, D, seen[0], torch.device("cpu"))[1], seen   # more than one tile
+    assert seen and seen[0] > config(Sq * G, D, seen[0], torch.device(tiles_of))[1], seen   # more than one tile
     ref = _attention(q, k, v, causal)
     torch.testing.assert_close(out.double(), ref, rtol=2 ** -9, atol=2 ** -9 * float(ref.abs().max()))
