@@ -1,7 +1,7 @@
 """attention_fwd/triton_flash's split-KV merge: partials of many splits are merged a tile of splits at a time, and the
 result is the attention over every key, on Triton's CPU interpreter, including several tiles of splits with an
 uneven last one. The GPU judges the same kernel in the solution tests (fuzzed over its domain, where decode shapes
-split the keys 16 to 70 ways); a CPU fuzz case splits at most a few ways, so one tile of splits would be all it
+split the keys up to 70 ways); a CPU fuzz case splits at most 5 ways, so one tile of splits would be all it
 ever merged."""
 from __future__ import annotations
 
