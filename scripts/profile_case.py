@@ -11,15 +11,12 @@ Run it for the baseline too (same shape, same inputs) to set the two side by sid
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 
 import torch
 import yaml
 
-from sweep_configs import load      # scripts/ is this script's first path entry
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from sweep_configs import ROOT, load      # scripts/ is this script's first path entry
 
 
 def main(argv=None) -> None:

@@ -43,14 +43,16 @@ class Force:
         return lambda *a, **m: launch(*a, **{**m, **self.kw})
 
 
-def variant(mod, kernel_names, config=None, **kw):
-    """A context that patches mod's _config (a fixed tuple, or a function of the default) and its kernels."""
+def variant(mod, kernel_names, config=None, config_name="_config", **kw):
+    """A context that patches mod's config function `config_name` (to a fixed tuple, or a function of the default)
+    and its kernels' meta-parameters."""
     class Ctx:
         def __enter__(self):
-            self.saved = {n: getattr(mod, n) for n in ["_config", *kernel_names]}
+            self.saved = {n: getattr(mod, n) for n in [config_name, *kernel_names]}
             if config is not None:
-                base = self.saved["_config"]
-                mod._config = (lambda *a: config(base(*a))) if callable(config) else (lambda *a: config)
+                base = self.saved[config_name]
+                setattr(mod, config_name,
+                        (lambda *a: config(base(*a))) if callable(config) else (lambda *a: config))
             if kw:
                 for n in kernel_names:
                     setattr(mod, n, Force(self.saved[n], **kw))
@@ -320,22 +322,16 @@ def sweep_fp8(fh, quick, only=None):
         for name, v in variants.items():
             v = dict(v)
             cfg = v.pop("config", None)
-            saved = fp8._gemm_config, fp8._fp8_block_gemm_kernel
             try:
-                if cfg is not None:
-                    fp8._gemm_config = lambda M, N, n_sm, c=cfg: c
-                if v:
-                    fp8._fp8_block_gemm_kernel = Force(saved[1], **v)
-                err = rel_err(fp8.solve(x, w, ws), ref)
-                t = bench(lambda: fp8.solve(x, w, ws))
+                with variant(fp8, ["_fp8_block_gemm_kernel"], cfg, config_name="_gemm_config", **v):
+                    err = rel_err(fp8.solve(x, w, ws), ref)
+                    t = bench(lambda: fp8.solve(x, w, ws))
+                    used = fp8._gemm_config(shape["M"], shape["N"], fp8._sm_count(x.device))
                 row = dict(problem="fp8", dtype="float8_e4m3", shape=list(shape.values()), variant=name,
-                           config=fp8._gemm_config(shape["M"], shape["N"], fp8._sm_count(x.device)), err=err, ms=t,
-                           base_ms=t_base, vs_base=t_base / t, tflops=flops / t / 1e9)
-            except Exception as exc:
+                           config=used, err=err, ms=t, base_ms=t_base, vs_base=t_base / t, tflops=flops / t / 1e9)
+            except Exception as exc:          # a config that does not compile is a data point, not a stop
                 row = dict(problem="fp8", dtype="float8_e4m3", shape=list(shape.values()), variant=name,
                            error=f"{type(exc).__name__}: {str(exc)[:300]}")
-            finally:
-                fp8._gemm_config, fp8._fp8_block_gemm_kernel = saved
             emit(fh, row)
         del x, w, ws, ref
         torch.cuda.empty_cache()

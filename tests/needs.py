@@ -18,6 +18,25 @@ triton_cpu = pytest.mark.skipif(bool(backends.interpreter_broken()),
                                 reason=backends.interpreter_broken() or "Triton's CPU interpreter runs here")
 
 
+def load_for_interpreter(relpath: str, name: str):
+    """The checkout's file `relpath` imported as module `name` with TRITON_INTERPRET=1 set while it loads, so its
+    kernels are compiled for Triton's CPU interpreter (triton.jit picks at decoration time); the variable is restored
+    afterwards, so the rest of a pytest session (a GPU run included) is not switched to the interpreter."""
+    import importlib.util
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / relpath)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    return mod
+
+
 def skip_unless_triton_cpu_for(path) -> None:
     """Inside a test: skip when `path` is a Triton kernel and the CPU interpreter cannot run here."""
     from gauntlet import discover

@@ -4,37 +4,14 @@ the same kernel in the ordinary solution tests (fuzzed over its whole domain); t
 arithmetic of the slices, which a fuzzed case reaches only when its shape happens to leave SMs idle."""
 from __future__ import annotations
 
-import importlib.util
-import os
-from pathlib import Path
-
 import pytest
 import torch
 
 from tests import needs
 
-ROOT = Path(__file__).resolve().parents[1]
 H100 = (132, 228 * 1024)          # SMs and shared memory per SM of an H100 SXM or an H200
 
-
-def _load():
-    """The solution file compiled for the interpreter (triton.jit picks it at decoration time), env restored."""
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        spec = importlib.util.spec_from_file_location("few_rows_triton_persistent",
-                                                      ROOT / "solutions" / "gemm" / "triton_persistent.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        if saved is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = saved
-    return mod
-
-
-pers = _load()
+pers = needs.load_for_interpreter("solutions/gemm/triton_persistent.py", "few_rows_triton_persistent")
 
 
 def _cdiv(a, b):

@@ -5,36 +5,15 @@ with M, N and K tails and N crossing the weight's 128-column scale blocks inside
 float64 oracle."""
 from __future__ import annotations
 
-import importlib.util
-import os
-from pathlib import Path
-
 import pytest
 import torch
 
+from gauntlet import discover
 from gauntlet.backends import triton_interpreter
 from tests import needs
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name, path):
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"      # triton.jit picks the interpreter at decoration time
-    try:
-        spec = importlib.util.spec_from_file_location(name, ROOT / path)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        if saved is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = saved
-    return mod
-
-
-fp8 = _load("tiles_triton_blockwise", "solutions/fp8_gemm_blockwise/triton_blockwise.py")
-ref = _load("tiles_fp8_reference", "problems/fp8_gemm_blockwise/reference.py")
+fp8 = needs.load_for_interpreter("solutions/fp8_gemm_blockwise/triton_blockwise.py", "tiles_triton_blockwise")
+ref = discover.get_problem("fp8_gemm_blockwise").module()
 
 
 @pytest.fixture

@@ -5,49 +5,14 @@ split the keys up to 70 ways); a CPU fuzz case splits at most 5 ways, so one til
 ever merged."""
 from __future__ import annotations
 
-import importlib.util
-import math
-import os
-from pathlib import Path
-
 import pytest
 import torch
 
+from gauntlet import discover
 from tests import needs
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load():
-    """The solution file compiled for the interpreter (triton.jit picks it at decoration time), env restored."""
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        spec = importlib.util.spec_from_file_location("merge_triton_flash",
-                                                      ROOT / "solutions" / "attention_fwd" / "triton_flash.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        if saved is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = saved
-    return mod
-
-
-flash = _load()
-
-
-def _attention(q, k, v, causal):
-    """In float64, bottom-right causal: query i sees keys j <= i + Sk - Sq."""
-    G = q.shape[1] // k.shape[1]
-    k, v = (t.double().repeat_interleave(G, dim=1) for t in (k, v))
-    s = q.double() @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if causal:
-        Sq, Sk = q.shape[2], k.shape[2]
-        seen = torch.arange(Sk)[None, :] <= torch.arange(Sq)[:, None] + (Sk - Sq)
-        s = s.masked_fill(~seen, float("-inf"))
-    return torch.softmax(s, dim=-1) @ v
+flash = needs.load_for_interpreter("solutions/attention_fwd/triton_flash.py", "merge_triton_flash")
+problem = discover.get_problem("attention_fwd").module()     # its reference, run in float64, is the oracle
 
 
 def test_the_merge_tile_stays_within_its_register_budget_on_a_gpu_and_takes_many_rows_on_the_interpreter():
@@ -82,5 +47,5 @@ def test_many_splits_merge_to_the_attention_over_every_key(monkeypatch, B, Hkv, 
     v = torch.randn(B, Hkv, Sk, D, generator=g).half()
     out = flash.solve(q, k, v, causal)
     assert seen and seen[0] > config(Sq * G, D, seen[0], torch.device(tiles_of))[1], seen   # more than one tile
-    ref = _attention(q, k, v, causal)
+    ref = problem.reference(q.double(), k.double(), v.double(), causal)
     torch.testing.assert_close(out.double(), ref, rtol=2 ** -9, atol=2 ** -9 * float(ref.abs().max()))
