@@ -153,6 +153,7 @@ def test_while_a_long_call_drains_the_gate_opens_for_short_calls_and_the_turn_al
     assert alone_from - ended < turns.STEP_EVERY_S + 0.6      # slack for a loaded 2-core CI machine
 
 
+@pytest.mark.serial      # the gate opens for 70 ms twice: beside other tests on 2 cores the streams missed both once
 def test_the_gate_opens_only_early_in_a_wait_so_a_stream_of_calls_cannot_starve_a_timing(tmp_path, monkeypatch):
     """Two judges whose short calls overlap would keep the card shared for ever if the gate kept opening: past
     STEP_FOR_S the waiting judge holds the gate and has its turn alone once the calls in flight end."""
