@@ -308,7 +308,10 @@ def sweep_fp8(fh, quick, only=None):
             (128, 64, 4, 4), (64, 128, 4, 4), (64, 128, 4, 6), (256, 128, 8, 3)]
     variants = {"default": {}, "g16": dict(GROUP_M=16), "g4": dict(GROUP_M=4)}
     for c in cfgs:
-        variants["cfg%dx%dw%ds%d" % c] = dict(config=c)
+        variants["cfg%dx%dw%ds%d" % c] = dict(config=(*c, 1))
+    for s in (1, 2, 3, 4, 6, 8, 12):           # split-K over the default tile, and over 64x128
+        variants[f"split{s}"] = dict(config=lambda c, s=s: (*c[:4], s))
+        variants[f"64x128_split{s}"] = dict(config=(64, 128, 4, 4, s))
     if quick:
         variants = {k: variants[k] for k in list(variants)[:3]}
     for i, sh in enumerate(shapes):
@@ -326,7 +329,8 @@ def sweep_fp8(fh, quick, only=None):
                 with variant(fp8, ["_fp8_block_gemm_kernel"], cfg, config_name="_gemm_config", **v):
                     err = rel_err(fp8.solve(x, w, ws), ref)
                     t = bench(lambda: fp8.solve(x, w, ws))
-                    used = fp8._gemm_config(shape["M"], shape["N"], fp8._sm_count(x.device))
+                    used = fp8._gemm_config(shape["M"], shape["N"], triton.cdiv(shape["K"], fp8.BLOCK),
+                                            fp8._sm_count(x.device))
                 row = dict(problem="fp8", dtype="float8_e4m3", shape=list(shape.values()), variant=name,
                            config=used, err=err, ms=t, base_ms=t_base, vs_base=t_base / t, tflops=flops / t / 1e9)
             except Exception as exc:          # a config that does not compile is a data point, not a stop

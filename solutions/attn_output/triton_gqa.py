@@ -18,7 +18,8 @@ Why it looks the way it does:
   fp32 sum, nothing more.
 - Rows past G*Sq are wrapped (% M) for the loads and dropped by the masked store. Head/batch offsets are int64.
 - fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32): FMA on CUDA cores, a
-  64-row tile, BLOCK_K = 16 and 8 warps (~220 registers at D = 128; a 64x32 step spills).
+  64-row tile, BLOCK_K = 32 and 4 warps: the best of five in a sweep on an H200 (scripts/sweep_tiled.py; figures in
+  docs/benchmarks.md), 1.1-1.2x the 64x16 step on 8 warps of before at the prefill shapes.
 - Sq is never specialized (do_not_specialize): when Sq is a multiple of 16, Triton 3.6's alignment analysis
   carries the 16-divisibility of `rw % Sq` through `pos * stride` even where the row stride is odd, vectorizes
   the row accesses and faults with "misaligned address" (seen on an H100: B=1, Hkv=2, G=8, Sq=48, Sk=8897,
@@ -86,13 +87,13 @@ def _sm_count(device):
 def _config(M, dtype, aligned):
     """(BLOCK_M, BLOCK_K, num_warps); see the module docstring."""
     if dtype == torch.float32:
-        bm, bk = 64, 16
+        bm, bk = 64, 32
     elif aligned:
         bm, bk = 128, 64
     else:
         bm, bk = 128, 32
     bm = min(bm, max(16, triton.next_power_of_2(M)))      # decode: G*Sq rows; 16 is tl.dot's minimum
-    num_warps = 8 if bm >= 64 else 4
+    num_warps = 8 if bm >= 64 and dtype != torch.float32 else 4
     return bm, bk, num_warps
 
 

@@ -17,8 +17,10 @@ Why it looks the way it does:
 - Small M (decode: G*Sq rows) clamps the tile to the rows there are (16 is tl.dot's minimum).
 - Tails without branches in the loads: rows past G*Sq and keys past Sk are wrapped (% M, % Sk) so every load is in
   bounds; the store is masked. Offsets that depend on the head/batch are int64 (large outputs pass 2**31 elements).
-- fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32): FMA on CUDA cores, a 64x64x32
-  tile and 4 warps (128 registers; 64x128 spills).
+- fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32): FMA on CUDA cores, a
+  128x64x32 tile, 4 warps, 3 stages: the best of six tiles at every prefill shape in a sweep on an H200
+  (scripts/sweep_tiled.py; figures in docs/benchmarks.md), where the 64x64x32 tile of before read 0.6x of the
+  128x64 one. The GQA prefill shapes stay short of cuBLAS's SGEMM (~0.7-0.8x): FMA tiles in Triton do not reach it.
 - Sq is never specialized (do_not_specialize): when Sq is a multiple of 16, Triton 3.6's alignment analysis
   carries the 16-divisibility of `rw % Sq` through `pos * stride` even where the row stride is odd, vectorizes
   the row accesses and faults with "misaligned address" (seen on an H100: B=1, Hkv=2, G=8, Sq=48, Sk=8897,
@@ -69,16 +71,17 @@ def _scores_kernel(q_ptr, k_ptr, o_ptr, Hkv, G, Sq, Sk, M, num_n, scale,
 
 
 def _config(M, dtype, aligned):
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps); see the module docstring."""
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); see the module docstring."""
+    stages = 2
     if dtype == torch.float32:
-        bm, bn, bk = 64, 64, 32
+        bm, bn, bk, stages = 128, 64, 32, 3
     elif aligned:
         bm, bn, bk = 128, 128, 64
     else:
         bm, bn, bk = 128, 64, 64
     bm = min(bm, max(16, triton.next_power_of_2(M)))      # decode: G*Sq rows; 16 is tl.dot's minimum
-    num_warps = 8 if bm * bn >= 64 * 128 else 4
-    return bm, bn, bk, num_warps
+    num_warps = 8 if bm * bn >= 64 * 128 and dtype != torch.float32 else 4
+    return bm, bn, bk, num_warps, stages
 
 
 def solve(q, k):
@@ -98,14 +101,14 @@ def solve(q, k):
     # Triton specializes on 16-divisible strides and 16-byte-aligned pointers: that is what lets it vectorize.
     aligned = all(s % 16 == 0 for t in (q, k, out) for s in t.stride()[:-1]) and \
         all(t.data_ptr() % 16 == 0 for t in (q, k, out))
-    bm, bn, bk, num_warps = _config(M, q.dtype, aligned)
+    bm, bn, bk, num_warps, num_stages = _config(M, q.dtype, aligned)
     bk = min(bk, D)
     num_n = triton.cdiv(Sk, bn)
     grid = (triton.cdiv(M, bm) * num_n, B * Hkv)
     launch = _scores_kernel[grid]
     args = (q, k, out, Hkv, G, Sq, Sk, M, num_n, 1.0 / math.sqrt(D), *q.stride(), *k.stride(), *out.stride())
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, D=D, INPUT_PRECISION=input_precision,
-                OUT_DTYPE=_TORCH_TO_TL[q.dtype], num_warps=num_warps, num_stages=2)
+                OUT_DTYPE=_TORCH_TO_TL[q.dtype], num_warps=num_warps, num_stages=num_stages)
     if q.is_cuda and q.device.index != torch.cuda.current_device():
         with torch.cuda.device(q.device):
             launch(*args, **meta)

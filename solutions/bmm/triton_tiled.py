@@ -20,13 +20,18 @@ autotuning); what is specific to the batch:
 - "Aligned" also requires the batch strides to be multiples of 16 elements: Triton only knows a matrix's base is
   16-byte aligned (and can use 16-byte cp.async) when b * stride_b is provably a multiple of 16.
 """
+import contextlib
 import functools
 
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 BACKEND = "triton"
+
+PERSISTENT_MIN_M = 64    # rows a matrix needs for the persistent path (a 64-row tile must divide M)
+SHORT_K = 128            # at most this K, two programs an SM on the persistent path (see _tma_config)
 
 _TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -88,11 +93,55 @@ def _bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _bmm_tma_kernel(a_desc, b_desc, c_desc, NB, M, N, K,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                    NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr):
+    """The persistent path: one program per SM walking the tiles of all NB matrices, batch-major, over TMA
+    descriptors of the batch flattened into rows (A as (NB*M, K), B as (NB*K, N), C as (NB*M, N)). The host takes
+    this path only when BLOCK_M divides M and BLOCK_K divides K, so no box crosses from one matrix into the next; N
+    is the inner extent, where TMA zero-fills loads and clips stores."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_pid_m * num_pid_n
+    k_tiles = K // BLOCK_K
+    for tile_id in tl.range(tl.program_id(0), NB * tiles, NUM_SMS, flatten=True):
+        bid = tile_id // tiles
+        t = tile_id % tiles
+        num_pid_in_group = GROUP_M * num_pid_n
+        first_pid_m = (t // num_pid_in_group) * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (t % group_size_m)
+        pid_n = (t % num_pid_in_group) // group_size_m
+        row = bid * M + pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([row, ki * BLOCK_K])
+            b = b_desc.load([bid * K + ki * BLOCK_K, off_n])
+            acc = tl.dot(a, b, acc)
+        if EPI_SPLIT:
+            halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
+            lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
+            c_desc.store([row, off_n], lo.to(OUT_DTYPE))
+            c_desc.store([row, off_n + BLOCK_N // 2], hi.to(OUT_DTYPE))
+        else:
+            c_desc.store([row, off_n], acc.to(OUT_DTYPE))
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device):
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 132  # interpreter on the CPU: pretend H100, so it runs the configs an H100 would
+
+
+@functools.lru_cache(maxsize=None)
+def _smem(device):
+    """Shared memory per SM in bytes (the interpreter pretends H100's 228 KiB)."""
+    if device.type == "cuda":
+        return getattr(torch.cuda.get_device_properties(device), "shared_memory_per_multiprocessor", 228 * 1024)
+    return 228 * 1024
 
 
 def _pow2_at_least(x, lo):
@@ -137,6 +186,58 @@ def _config(nb, M, N, K, dtype, input_precision, n_sm, aligned=True):
     return bm, bn, bk, num_warps, num_stages
 
 
+def _tma_config(nb, M, N, K, n_sm, smem):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPI_SPLIT, programs per SM) of the persistent path, or
+    None where no tile divides M and K.
+
+    gemm/triton_persistent's 128x256x64 on 8 warps (two consumer warpgroups), 64 rows or 32/16 of K where that is
+    what divides, N halved (then M) while the tiles of all matrices leave SMs idle; as many 48 KiB stages as fit
+    beside the store's 32 KiB buffer (it goes out in two halves); one program an SM. Short K (at most SHORT_K, the
+    attention-shaped products: one or two K steps) is bound by writing C, and one program cannot overlap a tile's
+    store with the next tile's loads for long: there two programs share each SM, 128x128 tiles on 4 warps with 3
+    stages, where the card's shared memory holds two of them."""
+    bm = next((x for x in (128, 64) if M % x == 0), None)
+    bk = next((x for x in (64, 32, 16) if K % x == 0), None)
+    if bm is None or bk is None:
+        return None
+    two = 2 * (3 * (128 + 128) * bk * 2 + 128 * 64 * 2 + 1024)     # two programs' stages, store buffer, barriers
+    if K <= SHORT_K and bm == 128 and N >= 128 and smem >= two:
+        return 128, 128, bk, 4, 3, True, 2
+    bn = min(256, _pow2_at_least(N, 16))
+    while nb * (M // bm) * triton.cdiv(N, bn) < n_sm and bn > 64:
+        bn //= 2
+    split = bn >= 128
+    stage = (bm + bn) * bk * 2
+    num_stages = max(2, min(4, (220 * 1024 - bm * (bn // 2 if split else bn) * 2) // stage))
+    return bm, bn, bk, 8 if bm * bn >= 128 * 128 else 4, num_stages, split, 1
+
+
+def _persistent(a, b, c, n_sm):
+    """The TMA path, or False where the batch cannot be read as flat row-major matrices (the tiled kernel)."""
+    nb, M, K = a.shape
+    N = b.shape[2]
+    es = a.element_size()
+    flat = (a.stride(2) == 1 and b.stride(2) == 1 and a.stride(0) == M * a.stride(1)
+            and b.stride(0) == K * b.stride(1) and a.stride(1) >= K and b.stride(1) >= N
+            and (a.stride(1) * es) % 16 == 0 and (b.stride(1) * es) % 16 == 0 and (N * es) % 16 == 0
+            and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0 and max(nb * M, nb * K) < 2**31)
+    cfg = _tma_config(nb, M, N, K, n_sm, _smem(a.device)) if flat and M >= PERSISTENT_MIN_M else None
+    if cfg is None:
+        return False
+    bm, bn, bk, num_warps, num_stages, split, per_sm = cfg
+    if M % bm or K % bk:
+        return False
+    a_desc = TensorDescriptor(a, [nb * M, K], [a.stride(1), 1], [bm, bk])
+    b_desc = TensorDescriptor(b, [nb * K, N], [b.stride(1), 1], [bk, bn])
+    c_desc = TensorDescriptor(c, [nb * M, N], [N, 1], [bm, bn // 2 if split else bn])
+    programs = per_sm * n_sm
+    grid = (min(programs, nb * (M // bm) * triton.cdiv(N, bn)),)
+    _bmm_tma_kernel[grid](a_desc, b_desc, c_desc, nb, M, N, K, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                          NUM_SMS=programs, EPI_SPLIT=split, OUT_DTYPE=_TORCH_TO_TL[a.dtype], num_warps=num_warps,
+                          num_stages=num_stages)
+    return True
+
+
 def solve(a, b):
     assert a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1], \
         (tuple(a.shape), tuple(b.shape))
@@ -149,6 +250,11 @@ def solve(a, b):
         return c
     if K == 0:
         return c.zero_()
+
+    if a.dtype != torch.float32:
+        with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():  # Triton's current device
+            if _persistent(a, b, c, _sm_count(a.device)):
+                return c
 
     # "highest" float32 matmul precision (the harness's float32) means no TF32 anywhere.
     if a.dtype != torch.float32:

@@ -47,6 +47,8 @@ BACKEND = "triton"
 
 BLOCK = 128          # quantization block along K (and the weight's block along N)
 QUANT_ROWS = 32      # rows per activation-quantization program
+SPLIT_MIN_KB = 8     # split-K: the fewest K blocks a split walks
+SUM_BLOCK = 1024     # split-K: outputs per program of the final sum
 
 
 @triton.jit
@@ -90,11 +92,12 @@ def _quant_act_kernel(x_ptr, q_ptr, s_ptr, M, K, stride_x, stride_q,
 
 
 @triton.jit
-def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB,
-                           stride_a, stride_b, stride_sbn, stride_sbk, stride_cm, stride_cn,
+def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_per_split,
+                           stride_a, stride_b, stride_sbn, stride_sbk, stride_cs, stride_cm, stride_cn,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                            GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr):
     pid = tl.program_id(0)
+    split = tl.program_id(1)              # this program's share of the K blocks (split-K; 0 when not split)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_pid_in_group = GROUP_M * num_pid_n
@@ -103,6 +106,8 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB,
     group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
     pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
     pid_n = (pid % num_pid_in_group) // group_size_m
+    kb_lo = split * kb_per_split
+    kb_hi = tl.minimum(KB, kb_lo + kb_per_split)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -116,9 +121,11 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB,
     b_ptrs = b_ptr + offs_bn[None, :] * stride_b + offs_k[:, None]          # (BLOCK_K, BLOCK_N), K-contiguous
     sa_ptrs = sa_ptr + offs_am                                               # x_scale is (KB, M)
     sb_ptrs = sb_ptr + (offs_bn // BLOCK_K) * stride_sbn                     # w_scale row of each column's block
+    a_ptrs += kb_lo * BLOCK_K                                                # this split's first K block
+    b_ptrs += kb_lo * BLOCK_K
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kb in range(0, KB):
+    for kb in range(kb_lo, kb_hi):
         a = tl.load(a_ptrs)
         if EVEN_K:
             b = tl.load(b_ptrs)
@@ -131,9 +138,21 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB,
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
-    c = acc.to(c_ptr.dtype.element_ty)
+    c = acc.to(c_ptr.dtype.element_ty)        # bf16 out, or fp32 partial sums when split
+    c_ptr += split.to(tl.int64) * stride_cs
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def _split_sum_kernel(ws_ptr, c_ptr, n, splits, stride_s, BLOCK: tl.constexpr):
+    """c = the sum over splits of ws[s] (fp32, in split order), rounded once to c's dtype."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.load(ws_ptr + offs, mask=mask, other=0.0)
+    for s in range(1, splits):
+        acc += tl.load(ws_ptr + s * stride_s + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,14 +162,22 @@ def _sm_count(device):
     return 132  # the interpreter pretends to be an H100, so it runs the configs an H100 would
 
 
-def _gemm_config(M, N, n_sm):
-    """(BLOCK_M, BLOCK_N, warps, stages): 64-row tiles (one warpgroup's wgmma M) of 128 columns, halved to 64 when
-    the tiles do not fill the card's SMs. Each K block needs acc and a fresh partial tile in registers, which 64 rows
-    on 4 warps hold at two programs an SM; 128x128 on 8 warps took 8 to 20% longer at the prefill shapes."""
+def _gemm_config(M, N, KB, n_sm):
+    """(BLOCK_M, BLOCK_N, warps, stages, splits): 64-row tiles (one warpgroup's wgmma M) of 128 columns, 4 warps, 4
+    stages. Each K block needs acc and a fresh partial tile in registers, which 64 rows on 4 warps hold at two
+    programs an SM; 128x128 on 8 warps took 8 to 20% longer at the prefill shapes. Where the tiles leave SMs idle
+    (decode), K is split into the fewest slices that give every SM a program, each of at least SPLIT_MIN_KB K blocks
+    (a slice costs an fp32 copy of C, written and read back); K too short for two slices halves the tiles' columns
+    instead."""
     bm, bn = 64, 128
-    if triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
-        bn = 64
-    return bm, bn, 4, 4
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    splits = 1
+    if tiles < n_sm:
+        if KB >= 2 * SPLIT_MIN_KB:
+            splits = min(triton.cdiv(n_sm, tiles), KB // SPLIT_MIN_KB)
+        else:
+            bn = 64
+    return bm, bn, 4, 4, splits
 
 
 def _run(x, w_fp8, w_scale):
@@ -168,13 +195,22 @@ def _run(x, w_fp8, w_scale):
         INTERPRET=interpret, num_warps=4)
 
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    bm, bn, num_warps, num_stages = _gemm_config(M, N, _sm_count(x.device))
-    int64 = max(xq.numel(), w_fp8.numel(), out.numel(), N * w_fp8.stride(0)) >= 2**31
-    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    bm, bn, num_warps, num_stages, splits = _gemm_config(M, N, KB, _sm_count(x.device))
+    kb_per_split = triton.cdiv(KB, splits)
+    splits = triton.cdiv(KB, kb_per_split)           # no empty split
+    # Split: each split writes its fp32 partial sums to its own slice, summed in split order afterwards.
+    dst = out if splits == 1 else torch.empty((splits, M, N), dtype=torch.float32, device=x.device)
+    int64 = max(xq.numel(), w_fp8.numel(), dst.numel(), N * w_fp8.stride(0)) >= 2**31
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), splits)
     _fp8_block_gemm_kernel[grid](
-        xq, w_fp8, xs, w_scale, out, M, N, K, KB, xq.stride(0), w_fp8.stride(0), w_scale.stride(0),
-        w_scale.stride(1), out.stride(0), out.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8,
-        EVEN_K=(K % BLOCK == 0), INT64=int64, num_warps=num_warps, num_stages=num_stages)
+        xq, w_fp8, xs, w_scale, dst, M, N, K, KB, kb_per_split, xq.stride(0), w_fp8.stride(0), w_scale.stride(0),
+        w_scale.stride(1), dst.stride(0) if splits > 1 else 0, out.stride(0), out.stride(1), BLOCK_M=bm,
+        BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, EVEN_K=(K % BLOCK == 0), INT64=int64, num_warps=num_warps,
+        num_stages=num_stages)
+    if splits > 1:
+        assert dst.numel() < 2**31, f"{splits} splits of {M}x{N}: a split-K workspace past int32 offsets"
+        _split_sum_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](dst, out, M * N, splits, dst.stride(0),
+                                                             BLOCK=SUM_BLOCK, num_warps=4)
     return out
 
 

@@ -15,13 +15,18 @@ tile choice by a host heuristic, reasoned rather than tuned on an H100). What is
 - The epilogue costs ~20 fp32 operations per element of C against 2*K FLOPs of the GEMM: noise for K >= 768,
   and C is written once instead of written, re-read and re-written by a second kernel.
 """
+import contextlib
 import functools
 
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 BACKEND = "triton"
+
+PERSISTENT_MIN_M = 256   # fewer rows (decode) stay on the tiled kernel: one tile row, nothing to overlap
+SHORT_K = 2048           # at most this K, the persistent path's smaller tile (see _tma_config)
 
 _TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -77,11 +82,53 @@ def _linear_gelu_kernel(a_ptr, w_ptr, bias_ptr, c_ptr, M, N, K,
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _linear_gelu_tma_kernel(a_desc, w_desc, bias_ptr, c_desc, M, N, K, stride_bias,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                            GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr,
+                            OUT_DTYPE: tl.constexpr):
+    """The persistent path: one program per SM walking tiles of C over TMA descriptors of A (M, K) and W (N, K), both
+    K-major as stored (W's box is transposed in shared memory for wgmma); the same fp32 epilogue, stored by TMA (it
+    clips rows and columns past M and N) while the next tile's loads are in flight."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
+        first_pid_m = (tile_id // num_pid_in_group) * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        off_m = (first_pid_m + (tile_id % group_size_m)) * BLOCK_M
+        off_n = ((tile_id % num_pid_in_group) // group_size_m) * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([off_m, ki * BLOCK_K])            # zero-filled past M and K
+            w = w_desc.load([off_n, ki * BLOCK_K])            # zero-filled past N and K
+            acc = tl.dot(a, w.T, acc)
+        offs_n = off_n + tl.arange(0, BLOCK_N)
+        bias = tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)
+        h = acc + bias[None, :]
+        out = (0.5 * h * (1.0 + tl.math.erf(h * 0.7071067811865476))).to(OUT_DTYPE)
+        if EPI_SPLIT:
+            lo, hi = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            c_desc.store([off_m, off_n], lo)
+            c_desc.store([off_m, off_n + BLOCK_N // 2], hi)
+        else:
+            c_desc.store([off_m, off_n], out)
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device):
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
     return 132  # interpreter on the CPU: pretend H100, so it runs the configs an H100 would
+
+
+@functools.lru_cache(maxsize=None)
+def _smem(device):
+    """Shared memory a program may use, in bytes (the interpreter pretends H100's 227 KiB)."""
+    if device.type == "cuda":
+        return getattr(torch.cuda.get_device_properties(device), "shared_memory_per_block_optin", 227 * 1024)
+    return 227 * 1024
 
 
 def _pow2_at_least(x, lo):
@@ -113,6 +160,54 @@ def _config(M, N, K, dtype, input_precision, n_sm, aligned=True):
     return bm, bn, bk, num_warps, num_stages
 
 
+def _tma_config(M, N, K, n_sm, smem):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPI_SPLIT, programs per SM) of the persistent path, one
+    program an SM.
+
+    K up to SHORT_K (the BERT and ViT FFN shapes): 128x128x64 tiles on 8 warps (two consumer warpgroups of 64 rows),
+    the whole tile stored at once, 6 stages where the card's shared memory holds them (else 4 and a split store).
+    A tile's GELU epilogue (an erf per element, on the warps that also issue the MMAs) is long next to a short K
+    loop; with the smaller tile the next tiles' loads run further ahead of it. Longer K: gemm/triton_persistent's
+    128x256x64 with as many 48 KiB stages as fit beside the store's 32 KiB buffer (it goes out in two halves). Both
+    halve along N then M where the tiles leave SMs idle. Measured: docs/benchmarks.md, scripts/sweep_tiled.py."""
+    short = K <= SHORT_K
+    bm, bn, bk = 128, min(128 if short else 256, _pow2_at_least(N, 16)), min(64, _pow2_at_least(K, 16))
+    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
+        if bn > 64 and bn >= bm:
+            bn //= 2
+        elif bm > 64:
+            bm //= 2
+        else:
+            break
+    stage = (bm + bn) * bk * 2
+    if short and smem >= 6 * stage + bm * bn * 2 + 2048:
+        return bm, bn, bk, 8 if bm * bn >= 128 * 128 else 4, 6, False, 1
+    split = bn >= 128
+    num_stages = max(2, min(4, (220 * 1024 - bm * (bn // 2 if split else bn) * 2) // stage))
+    return bm, bn, bk, 8 if bm * bn >= 128 * 128 else 4, num_stages, split, 1
+
+
+def _persistent(a, w, bias, c, n_sm):
+    """The TMA path, or False where an operand is not a row-major matrix TMA can read (16-byte aligned base and row
+    stride, unit inner stride): the tiled kernel takes those."""
+    M, K = a.shape
+    N = w.shape[0]
+    es = a.element_size()
+    if not (all(t.stride(1) == 1 and (t.stride(0) * es) % 16 == 0 and t.stride(0) >= K and t.data_ptr() % 16 == 0
+                for t in (a, w)) and (N * es) % 16 == 0 and K > 0):
+        return False
+    bm, bn, bk, num_warps, num_stages, split, per_sm = _tma_config(M, N, K, n_sm, _smem(a.device))
+    a_desc = TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk])
+    w_desc = TensorDescriptor(w, [N, K], [w.stride(0), 1], [bn, bk])
+    c_desc = TensorDescriptor(c, [M, N], [N, 1], [bm, bn // 2 if split else bn])
+    programs = per_sm * n_sm
+    grid = (min(programs, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
+    _linear_gelu_tma_kernel[grid](a_desc, w_desc, bias, c_desc, M, N, K, bias.stride(0), BLOCK_M=bm, BLOCK_N=bn,
+                                  BLOCK_K=bk, GROUP_M=8, NUM_SMS=programs, EPI_SPLIT=split,
+                                  OUT_DTYPE=_TORCH_TO_TL[a.dtype], num_warps=num_warps, num_stages=num_stages)
+    return True
+
+
 def solve(a, w, bias):
     assert a.dim() == 2 and w.dim() == 2 and bias.dim() == 1, (tuple(a.shape), tuple(w.shape), tuple(bias.shape))
     assert a.shape[1] == w.shape[1] and bias.shape[0] == w.shape[0], (tuple(a.shape), tuple(w.shape))
@@ -124,6 +219,11 @@ def solve(a, w, bias):
     if M == 0 or N == 0:
         return c
     # K == 0 needs no special case: the loop runs zero times and C = gelu(bias).
+
+    if a.dtype != torch.float32 and M > PERSISTENT_MIN_M:
+        with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():  # Triton's current device
+            if _persistent(a, w, bias, c, _sm_count(a.device)):
+                return c
 
     if a.dtype != torch.float32:
         input_precision = None

@@ -1,0 +1,88 @@
+"""The persistent TMA paths of bmm/triton_tiled, gemm_layouts/triton_tiled and gemm_bias_gelu/triton_fused on Triton's
+CPU interpreter. The GPU takes them at every large benchmark shape, but the CPU fuzzer rarely draws a shape they
+accept (bmm: a 64-row tile must divide M and a 16-wide K tile K; the others: more than 256 rows and 16-byte rows), so
+here shapes are chosen that do, the path is checked to have been taken, and the output is held to float64 math. The
+card is made small (one SM) as well as H100-sized, so that both the large tile with its split store and the halved
+tiles run. A batch read from its neighbour's rows, a transposed view read as stored, a K tile dropped or a bias
+column shifted moves outputs by whole multiples of their size; the budget is bf16's rounding plus fp32
+accumulation."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gauntlet.backends import triton_interpreter
+from tests import needs
+
+bmm = needs.load_for_interpreter("solutions/bmm/triton_tiled.py", "tma_bmm")
+lay = needs.load_for_interpreter("solutions/gemm_layouts/triton_tiled.py", "tma_layouts")
+gelu = needs.load_for_interpreter("solutions/gemm_bias_gelu/triton_fused.py", "tma_gelu")
+
+
+@pytest.fixture
+def patched(monkeypatch):
+    """The harness's interpreter patches (exact bf16 dots), as a Triton solution's worker installs them."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert triton_interpreter.patch_interpreter(), triton_interpreter.unsupported_internals()
+    yield
+    triton_interpreter.unpatch_interpreter()
+
+
+def _taken(monkeypatch, mod, n_sm):
+    """Spy on mod's TMA path and set the card's SM count; returns the list of its answers."""
+    seen = []
+    real = mod._persistent
+    monkeypatch.setattr(mod, "_sm_count", lambda device: n_sm)
+    monkeypatch.setattr(mod, "_persistent", lambda *a: seen.append(real(*a)) or seen[-1])
+    return seen
+
+
+def _check(out, want, scale, what):
+    bound = 2 ** -8 * want.abs() + 2 ** -10 * scale.sqrt()
+    worst = float(((out.double() - want).abs() - bound).max())
+    assert worst <= 0, f"{what}: an output beyond its budget by {worst:.3g}"
+
+
+def _rand(*shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(torch.bfloat16)
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize("n_sm", [1, 132])
+@pytest.mark.parametrize(("nb", "M", "N", "K"), [(3, 128, 264, 64), (2, 256, 136, 192), (2, 64, 40, 48),
+                                             (2, 192, 136, 32)])
+def test_bmm_persistent_path(patched, monkeypatch, n_sm, nb, M, N, K):
+    seen = _taken(monkeypatch, bmm, n_sm)
+    a, b = _rand(nb, M, K, seed=M + K), _rand(nb, K, N, seed=N)
+    out = bmm.solve(a, b)
+    assert seen == [True], "the TMA path was not taken"
+    want = a.double() @ b.double()
+    _check(out, want, (a.double() ** 2) @ (b.double() ** 2), f"bmm {nb}x{M}x{N}x{K}, {n_sm} SMs")
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize("n_sm", [1, 132])
+@pytest.mark.parametrize(("layout", "M", "N", "K"), [("NN", 300, 40, 144), ("NT", 264, 264, 160),
+                                                     ("TN", 272, 48, 80)])
+def test_layouts_persistent_path(patched, monkeypatch, n_sm, layout, M, N, K):
+    seen = _taken(monkeypatch, lay, n_sm)
+    A, B = _rand(M, K, seed=M), _rand(K, N, seed=N + K)
+    a = A if layout[0] == "N" else A.t().contiguous().t()      # TN: A is the .t() of a (K, M) matrix
+    b = B if layout[1] == "N" else B.t().contiguous().t()      # NT: B is the .t() of an (N, K) matrix
+    out = lay.solve(a, b)
+    assert seen == [True], "the TMA path was not taken"
+    want = A.double() @ B.double()
+    _check(out, want, (A.double() ** 2) @ (B.double() ** 2), f"{layout} {M}x{N}x{K}, {n_sm} SMs")
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize("n_sm", [1, 132])
+@pytest.mark.parametrize(("M", "N", "K"), [(300, 136, 200), (264, 264, 64), (264, 136, 2112)])   # K > SHORT_K last
+def test_gelu_persistent_path(patched, monkeypatch, n_sm, M, N, K):
+    seen = _taken(monkeypatch, gelu, n_sm)
+    a, w, bias = _rand(M, K, seed=M), _rand(N, K, seed=N), _rand(N, seed=K)
+    out = gelu.solve(a, w, bias)
+    assert seen == [True], "the TMA path was not taken"
+    want = torch.nn.functional.gelu(a.double() @ w.double().T + bias.double())
+    _check(out, want, (a.double() ** 2) @ (w.double() ** 2).T, f"gelu {M}x{N}x{K}, {n_sm} SMs")
