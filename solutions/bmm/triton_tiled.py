@@ -1,22 +1,31 @@
-"""Tiled Triton batched GEMM: C[b] = A[b] @ B[b], one program per (batch, BLOCK_M x BLOCK_N tile), fp32 accumulator.
+"""Triton batched GEMM: C[b] = A[b] @ B[b], fp32 accumulator; a persistent TMA kernel where the batch reads as flat
+row-major matrices, a tiled kernel everywhere else.
 
-The per-tile kernel is solutions/gemm/triton_tiled.py's (grouped program order, wrapped M/N tails so loads need
-no mask, masked K tail only when K is not a multiple of BLOCK_K, strides passed rather than assumed, no
-autotuning); what is specific to the batch:
+The persistent path (`_bmm_tma_kernel`, 16-bit data): gemm/triton_persistent's kernel over the whole batch. One
+program per SM walks the tiles of all B matrices batch-major (so the programs running at once share a few matrices'
+A and B panels in L2, grouped order within a matrix), the flattened (tile, K step) loop pipelined so the next tile's
+loads are in flight during this tile's epilogue, and C leaves through TMA stores. The descriptors see the batch
+flattened into rows, A as (B*M, K), B as (B*K, N), C as (B*M, N); that is exact only when no box crosses from one
+matrix into the next, so the path is taken when a 64- or 128-row tile divides M and a 16- to 64-wide K tile divides
+K (and the rows are 16-byte aligned, as TMA needs). N is the inner extent, where TMA zero-fills and clips by itself.
+Attention-shaped products (K = head_dim = 64 or 128: one or two K steps) are bound by writing C; there two programs
+share each SM (128x128 tiles, 4 warps, 3 stages), so that one's store overlaps the other's loads and MMA, where the
+card's shared memory holds both (`_tma_config`). The measurements behind this, against the tiled kernel and one
+program an SM, are in docs/benchmarks.md (scripts/sweep_tiled.py).
+
+The tiled path (`_bmm_kernel`: fp32, unaligned or odd shapes, M below 64) is solutions/gemm/triton_tiled.py's
+per-tile kernel (grouped program order, wrapped M/N tails so loads need no mask, masked K tail only when K is not a
+multiple of BLOCK_K, strides passed rather than assumed, no autotuning); what is specific to the batch:
 
 - One flat 1-D grid of B * tiles_per_matrix programs, batch-major: program p works on batch p // tiles and tile
   p % tiles. The batch is NOT a second grid axis: CUDA's grid y/z axes stop at 65535, and B = batch * heads or many
-  small matrices passes that (the fuzzer's CUDA bounds go to B = 70000); axis x takes 2**31 - 1. Batch-major order
-  also keeps the programs running at once on the same few matrices, so their A/B blocks are shared through L2, and
-  the grouped order within a matrix does the rest.
+  small matrices passes that (the fuzzer's CUDA bounds go to B = 70000); axis x takes 2**31 - 1.
 - The batch offset b * stride is applied to the base pointers in 64-bit arithmetic (one scalar multiply per
   program), so B * M * K past 2**31 elements is fine; the in-matrix offsets are int32 unless one matrix alone spans
   2**31 elements (INT64).
 - Tile choice as for gemm (128x256x64, 8 warps, 3 stages for 16-bit data with 16-aligned rows; 128x128x32 for rows
   that are not; 64x128x32 with 4 warps for true fp32 FMA; clamped to small M/N/K), except that the SM count is
-  compared with the tiles of all B matrices before halving tiles. Attention-shaped problems (K = head_dim = 64 or
-  128) are short loops of 1-2 K steps, dominated by writing C; they keep the big tile. Reasoned, not tuned on an
-  H100.
+  compared with the tiles of all B matrices before halving tiles.
 - "Aligned" also requires the batch strides to be multiples of 16 elements: Triton only knows a matrix's base is
   16-byte aligned (and can use 16-byte cp.async) when b * stride_b is provably a multiple of 16.
 """

@@ -17,11 +17,18 @@ GEMM (`_fp8_block_gemm_kernel`):
   (on Hopper the wgmma chain accumulates those 128 products in its reduced-precision fp8 accumulator, exactly the
   span DeepGEMM leaves to it), then acc += partial * (x_scale[m] * w_scale[n // 128]) in fp32 registers: the
   promotion to full fp32 precision happens every 128 K, and the scales are applied where they change.
-- 64x128 tiles (BLOCK_M = 64: one warpgroup, wgmma's M), 4 warps, 4 stages (24 KiB of fp8 per stage); N tiles
-  halve to 64 when there are fewer tiles than SMs (decode). acc + partial hold two fp32 tiles in registers: 128x128
-  on 8 warps needed 255 registers a thread and took 8-20% longer at the four prefill shapes
-  (scripts/sweep_configs.py --only fp8, on an H200); 128x256 and 256x128 lost a third or more at every shape.
+- 64x128 tiles (BLOCK_M = 64: one warpgroup, wgmma's M), 4 warps, 4 stages (24 KiB of fp8 per stage). acc +
+  partial hold two fp32 tiles in registers: 128x128 on 8 warps needed 255 registers a thread and took 8-20% longer
+  at the four prefill shapes (scripts/sweep_configs.py --only fp8, on an H200); 128x256 and 256x128 lost a third or
+  more at every shape.
   w_fp8 is (N, K) row-major: its (BLOCK_K, BLOCK_N) tile is K-contiguous, as fp8 wgmma requires.
+- Split-K where the tiles leave SMs idle (decode: 64x7168 is 56 tiles on 132 SMs, each walking 128 K blocks, so
+  the weight streamed through a third of the card). K is cut into the fewest slices of whole K blocks that give
+  every SM a program (at least SPLIT_MIN_KB blocks each; the scales are per K block, so a slice applies its own);
+  each slice writes its fp32 partial tile, and `_split_sum_kernel` adds them in slice order and rounds once. Only
+  the fp32 summation order changes. K too short for two slices halves the tiles' columns instead. The sweep behind the
+  rule is in docs/benchmarks.md: three slices beat two and the halved columns; four read slower than three or six
+  (not understood), so no rule was fitted beyond the fewest slices that fill the card.
 - w_fp8 is used in place (it is the stored weight): its K tail is masked (other=0; the matching A columns are zero
   anyway) only when K % 128 != 0. Rows/columns past M/N are wrapped (% M, % N) and the store is masked. w_scale's
   N index is n // 128 per column, so any BLOCK_N works and partial last blocks need nothing special.
@@ -33,9 +40,7 @@ Where it falls short (Nsight Compute on an H200, scripts/profile_case.py; figure
 short tiles whose prologue and epilogue are not overlapped: the GEMM kernel reaches 39% of the SMs' throughput and
 16% of DRAM's, at two 4-warp programs per SM (195 registers a thread). cuBLASLt's kernel is persistent (one CTA of
 three warpgroups per SM, producer and consumers) and reaches 66%. Closing it needs a persistent kernel with its
-epilogue overlapped, as gemm/triton_persistent does for bf16. Decode at 64x7168x16384 (0.86x) reads the weight
-once with 112 tiles of 64x64 on 132 SMs, each walking all 128 K blocks: split-K is the known way, not tried
-here.
+epilogue overlapped, as gemm/triton_persistent does for bf16.
 """
 import functools
 

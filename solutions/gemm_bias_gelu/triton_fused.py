@@ -1,19 +1,26 @@
 """Triton GEMM with a fused bias + exact-GELU epilogue: C = gelu(A @ W^T + bias), one kernel, C written once.
 
-The main loop is solutions/gemm/triton_tiled.py's (one program per (BLOCK_M, BLOCK_N) tile of C, fp32
-accumulator, grouped program order, wrapped M/N tails, masked K tail only when K % BLOCK_K != 0, no autotuning;
-tile choice by a host heuristic, reasoned rather than tuned on an H100). What is specific here:
+Two main loops, one epilogue. With more than PERSISTENT_MIN_M rows and TMA-readable operands (16-bit, 16-byte
+aligned rows) the persistent path (`_linear_gelu_tma_kernel`): gemm/triton_persistent's kernel (one program per SM
+walking tiles of C, the flattened (tile, K step) loop pipelined across tiles, TMA loads and stores), W's (N, K) box
+transposed in shared memory. Elsewhere (decode, fp32, odd strides) the tiled path (`_linear_gelu_kernel`):
+solutions/gemm/triton_tiled.py's loop (one program per tile, grouped order, wrapped M/N tails, masked K tail only
+when K % BLOCK_K != 0). No autotuning. What is specific here:
 
 - W is read in nn.Linear's layout, (N, K) row-major, as the (K, N) operand W^T through its strides (stride_wk = 1):
   no transpose copy. Both operands are then K-major, the layout Hopper's wgmma reads natively.
 - Epilogue in fp32 on the accumulator, before the single rounding to the output dtype:
-  h = acc + bias[n] (bias loaded with the wrapped column index, so no mask), then
-  gelu(h) = 0.5 * h * (1 + erf(h / sqrt(2))) with tl.math.erf (libdevice erff on the GPU, ~1 ulp; math.erf in the
-  interpreter). This is the formula torch uses, in the same precision as torch's own opmath; unlike the eager path
-  (GEMM rounded to bf16/fp16, then bias, then GELU: three roundings) it rounds once, so it is more accurate.
+  h = acc + bias[n] (bias loaded with the wrapped column index on the tiled path, masked on the persistent
+  one), then gelu(h) = 0.5 * h * (1 + erf(h / sqrt(2))) with tl.math.erf (libdevice erff on the GPU, ~1 ulp;
+  math.erf in the interpreter). This is the formula torch uses, in the same precision as torch's own opmath;
+  unlike the eager path (GEMM rounded to bf16/fp16, then bias, then GELU: three roundings) it rounds once, so it is
+  more accurate.
   bf16 values are converted to fp32 before any arithmetic (the CPU interpreter cannot do bf16 arithmetic).
-- The epilogue costs ~20 fp32 operations per element of C against 2*K FLOPs of the GEMM: noise for K >= 768,
-  and C is written once instead of written, re-read and re-written by a second kernel.
+- The epilogue is ~20 fp32 operations per element of C (erf the bulk) against 2*K FLOPs of the GEMM, but it runs
+  on the warps that issue the MMAs, between one tile's last K step and the next tile's first: at K of 768 to 1280
+  it is not noise. The persistent path hides it behind loads already in flight; its tile choice (`_tma_config`)
+  is measured, not reasoned (docs/benchmarks.md). C is written once instead of written, re-read and re-written by
+  a second kernel.
 """
 import contextlib
 import functools

@@ -1,8 +1,17 @@
-"""Tiled Triton GEMM over strided operands: C = op(A) @ op(B) for the NN / NT / TN views of gemm_layouts.
+"""Triton GEMM over strided operands: C = op(A) @ op(B) for the NN / NT / TN views of gemm_layouts; a persistent TMA
+kernel for 16-bit data with more than PERSISTENT_MIN_M rows, a tiled kernel everywhere else.
 
-The kernel is solutions/gemm/triton_tiled.py's (one program per (BLOCK_M, BLOCK_N) tile of C, fp32 accumulator,
-grouped program order, wrapped M/N tails, masked K tail only when K is not a multiple of BLOCK_K); what is
-specific to transposed views:
+The persistent path (`_gemm_tma_kernel`) is gemm/triton_persistent's kernel (one program per SM walking tiles of C,
+the flattened (tile, K step) loop pipelined across tiles, TMA loads and a split TMA store, 128x256x64 on 8 warps)
+with one addition: TMA reads boxes of a row-major matrix, so a view whose unit stride is on its first axis (NT's B =
+W.t(), TN's A = X.t()) is read as the matrix it is a view of, its box loaded as stored and transposed in shared
+memory (A_T / B_T), which wgmma takes MN-major for 16-bit data. No copy. It needs 16-byte aligned bases and row
+strides; other views take the tiled path. Decode (M up to PERSISTENT_MIN_M) stays tiled: one row of tiles, no
+epilogue to overlap. Measured against the tiled kernel: docs/benchmarks.md (scripts/sweep_tiled.py).
+
+The tiled path (`_gemm_kernel`) is solutions/gemm/triton_tiled.py's kernel (one program per (BLOCK_M, BLOCK_N) tile
+of C, fp32 accumulator, grouped program order, wrapped M/N tails, masked K tail only when K is not a multiple of
+BLOCK_K); what is specific to transposed views:
 
 - Strides are passed as they are, never assumed. A transposed view simply has its unit stride on the other axis
   (TN: A's stride_am == 1; NT: B's stride_bk == 1). Triton specializes integer arguments equal to 1 (and those
@@ -18,7 +27,7 @@ specific to transposed views:
   with per-element addresses.
 - Offsets are int32 unless some operand spans 2**31 elements or more (its largest offset, from the strides).
 
-Tile choices (reasoned, not tuned on an H100): 128x256x64, 8 warps, 3 stages for 16-bit aligned operands; halved
+Tiled-path tiles (reasoned, not tuned): 128x256x64, 8 warps, 3 stages for 16-bit aligned operands; halved
 (N first, then M, down to 64x64) when there are fewer tiles than SMs; 64x128x32 with 4 warps for true fp32
 (input_precision="ieee", FMA), 128x128x32 for TF32.
 """
