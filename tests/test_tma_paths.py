@@ -5,7 +5,7 @@ here shapes are chosen that do, the path is checked to have been taken, and the 
 card is made small (one SM) as well as H100-sized, so that both the large tile with its split store and the halved
 tiles run. A batch read from its neighbour's rows, a transposed view read as stored, a K tile dropped or a bias
 column shifted moves outputs by whole multiples of their size; the budget is bf16's rounding plus fp32
-accumulation."""
+accumulation. The last test holds gemm_layouts' fp32 operand copies to their rule (which operand, and when)."""
 from __future__ import annotations
 
 import pytest
@@ -86,3 +86,24 @@ def test_gelu_persistent_path(patched, monkeypatch, n_sm, M, N, K):
     assert seen == [True], "the TMA path was not taken"
     want = torch.nn.functional.gelu(a.double() @ w.double().T + bias.double())
     _check(out, want, (a.double() ** 2) @ (w.double() ** 2).T, f"gelu {M}x{N}x{K}, {n_sm} SMs")
+
+
+@pytest.mark.parametrize(("layout", "precision", "M", "N", "copied"), [
+    ("NT", "ieee", 256, 64, "b"), ("NT", "ieee", 255, 64, ""), ("NN", "ieee", 512, 64, ""),
+    ("NN", "tf32", 256, 64, "b"), ("TN", "tf32", 256, 256, "ab"), ("TN", "tf32", 256, 255, "b"),
+    ("NT", "tf32", 512, 512, ""), ("TN", "ieee", 512, 512, "")])
+def test_fp32_operands_are_copied_only_into_the_order_their_math_reads_and_only_when_reused(layout, precision, M, N,
+                                                                                           copied):
+    """True fp32 tiles read B N-major, TF32 tensor cores both operands K-major; a copy pays off only where each of its
+    elements is used by COPY_MIN_REUSE rows (for B) or columns (for A). The values never change."""
+    K = 48
+    A, B = torch.randn(M, K), torch.randn(K, N)
+    a = A if layout[0] == "N" else A.t().contiguous().t()
+    b = B if layout[1] == "N" else B.t().contiguous().t()
+    a2, b2 = lay._operand_order(a, b, precision)
+    assert ("a" if a2.data_ptr() != a.data_ptr() else "") + ("b" if b2.data_ptr() != b.data_ptr() else "") == copied
+    assert torch.equal(a2, A) and torch.equal(b2, B)
+    if "b" in copied:
+        assert b2.stride(1 if precision == "ieee" else 0) == 1
+    if "a" in copied:
+        assert a2.stride(1) == 1

@@ -26,6 +26,8 @@ multiple of BLOCK_K, strides passed rather than assumed, no autotuning); what is
 - Tile choice as for gemm (128x256x64, 8 warps, 3 stages for 16-bit data with 16-aligned rows; 128x128x32 for rows
   that are not; 64x128x32 with 4 warps for true fp32 FMA; clamped to small M/N/K), except that the SM count is
   compared with the tiles of all B matrices before halving tiles.
+- tf32: TF32 tensor cores take B K-major, so B is copied into that order first where each element is then used
+  by at least COPY_MIN_REUSE rows (one read and write of B, small next to the GEMM; a legal copy, timed).
 - "Aligned" also requires the batch strides to be multiples of 16 elements: Triton only knows a matrix's base is
   16-byte aligned (and can use 16-byte cp.async) when b * stride_b is provably a multiple of 16.
 """
@@ -41,6 +43,7 @@ BACKEND = "triton"
 
 PERSISTENT_MIN_M = 64    # rows a matrix needs for the persistent path (a 64-row tile must divide M)
 SHORT_K = 128            # at most this K, two programs an SM on the persistent path (see _tma_config)
+COPY_MIN_REUSE = 256     # tf32: B is copied K-major only if each element is then used by this many rows
 
 _TORCH_TO_TL = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 
@@ -272,6 +275,9 @@ def solve(a, b):
         input_precision = "ieee"
     else:
         input_precision = "tf32"
+    if input_precision == "tf32" and M >= COPY_MIN_REUSE and b.stride(2) == 1 and b.stride(1) != 1 and K > 1:
+        # TF32 tensor cores take B K-major: one copy of B into that order, each element then used by M rows.
+        b = b.transpose(1, 2).contiguous().transpose(1, 2)
     aligned = _vector_friendly(a) and _vector_friendly(b)
     bm, bn, bk, num_warps, num_stages = _config(nb, M, N, K, a.dtype, input_precision, _sm_count(a.device),
                                                 aligned)
