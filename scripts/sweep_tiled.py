@@ -1,5 +1,6 @@
 """Tile sweep for the one-program-per-tile Triton solutions (bmm, gemm_layouts, gemm_bias_gelu, attn_scores,
-attn_output) on one GPU: at each benchmark shape of the problem, each tile configuration timed with
+attn_output) and the persistent TMA paths of the first three (their `_tma_config`; the variant "tiled" turns the path
+off) on one GPU: at each benchmark shape of the problem, each tile configuration timed with
 triton.testing.do_bench against the problem's first baseline on the same inputs (the problem's own make_inputs, so
 the views and strides are the judged ones), the output checked against that baseline's. One JSON line per (shape,
 variant) written as it comes, a table at the end.
