@@ -37,6 +37,18 @@ def load_for_interpreter(relpath: str, name: str):
     return mod
 
 
+@pytest.fixture
+def interpreter_patches(monkeypatch):
+    """The harness's interpreter patches (exact low-precision dots and fp8 casts), installed as a Triton solution's
+    worker installs them on the CPU, and removed afterwards. A test module takes it with
+    `from tests.needs import interpreter_patches`."""
+    from gauntlet.backends import triton_interpreter
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert triton_interpreter.patch_interpreter(), triton_interpreter.unsupported_internals()
+    yield
+    triton_interpreter.unpatch_interpreter()
+
+
 def skip_unless_triton_cpu_for(path) -> None:
     """Inside a test: skip when `path` is a Triton kernel and the CPU interpreter cannot run here."""
     from gauntlet import discover

@@ -10,20 +10,11 @@ import pytest
 import torch
 
 from gauntlet import discover
-from gauntlet.backends import triton_interpreter
 from tests import needs
+from tests.needs import interpreter_patches  # noqa: F401 (a fixture)
 
 fp8 = needs.load_for_interpreter("solutions/fp8_gemm_blockwise/triton_blockwise.py", "tiles_triton_blockwise")
 ref = discover.get_problem("fp8_gemm_blockwise").module()
-
-
-@pytest.fixture
-def patched(monkeypatch):
-    """The harness's interpreter patches (exact fp8 dots and casts), as a Triton solution's worker installs them."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert triton_interpreter.patch_interpreter(), triton_interpreter.unsupported_internals()
-    yield
-    triton_interpreter.unpatch_interpreter()
 
 
 def test_the_tiles_are_64_rows_and_split_k_only_where_they_leave_sms_idle():
@@ -40,7 +31,7 @@ def test_the_tiles_are_64_rows_and_split_k_only_where_they_leave_sms_idle():
 @pytest.mark.parametrize("config", [(64, 128, 4, 4, 1), (64, 64, 4, 4, 1), (64, 64, 4, 4, 3)],
                          ids=["64x128", "64x64", "64x64-split3"])
 @pytest.mark.parametrize(("M", "N", "K"), [(70, 200, 300), (130, 129, 640), (1, 257, 129)])
-def test_each_tiling_matches_the_oracle_with_every_tail(patched, monkeypatch, config, M, N, K):
+def test_each_tiling_matches_the_oracle_with_every_tail(interpreter_patches, monkeypatch, config, M, N, K):
     """A scale block read for the wrong columns, a K block dropped or summed twice across slices, or a tail row or
     column mixed up moves outputs by whole multiples of their size; the budget is the problem's (2**-8 of the error
     scale) plus bf16's rounding. Three slices of K = 640 (5 blocks) are 2 + 2 + 1 blocks; of K = 129, 1 + 1."""

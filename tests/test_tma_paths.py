@@ -11,21 +11,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gauntlet.backends import triton_interpreter
 from tests import needs
+from tests.needs import interpreter_patches  # noqa: F401 (a fixture)
 
 bmm = needs.load_for_interpreter("solutions/bmm/triton_tiled.py", "tma_bmm")
 lay = needs.load_for_interpreter("solutions/gemm_layouts/triton_tiled.py", "tma_layouts")
 gelu = needs.load_for_interpreter("solutions/gemm_bias_gelu/triton_fused.py", "tma_gelu")
-
-
-@pytest.fixture
-def patched(monkeypatch):
-    """The harness's interpreter patches (exact bf16 dots), as a Triton solution's worker installs them."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    assert triton_interpreter.patch_interpreter(), triton_interpreter.unsupported_internals()
-    yield
-    triton_interpreter.unpatch_interpreter()
 
 
 def _taken(monkeypatch, mod, n_sm):
@@ -52,7 +43,7 @@ def _rand(*shape, seed):
 @pytest.mark.parametrize("n_sm", [1, 132])
 @pytest.mark.parametrize(("nb", "M", "N", "K"), [(3, 128, 264, 64), (2, 256, 136, 192), (2, 64, 40, 48),
                                              (2, 192, 136, 32)])
-def test_bmm_persistent_path(patched, monkeypatch, n_sm, nb, M, N, K):
+def test_bmm_persistent_path(interpreter_patches, monkeypatch, n_sm, nb, M, N, K):
     seen = _taken(monkeypatch, bmm, n_sm)
     a, b = _rand(nb, M, K, seed=M + K), _rand(nb, K, N, seed=N)
     out = bmm.solve(a, b)
@@ -65,7 +56,7 @@ def test_bmm_persistent_path(patched, monkeypatch, n_sm, nb, M, N, K):
 @pytest.mark.parametrize("n_sm", [1, 132])
 @pytest.mark.parametrize(("layout", "M", "N", "K"), [("NN", 300, 40, 144), ("NT", 264, 264, 160),
                                                      ("TN", 272, 48, 80)])
-def test_layouts_persistent_path(patched, monkeypatch, n_sm, layout, M, N, K):
+def test_layouts_persistent_path(interpreter_patches, monkeypatch, n_sm, layout, M, N, K):
     seen = _taken(monkeypatch, lay, n_sm)
     A, B = _rand(M, K, seed=M), _rand(K, N, seed=N + K)
     a = A if layout[0] == "N" else A.t().contiguous().t()      # TN: A is the .t() of a (K, M) matrix
@@ -79,7 +70,7 @@ def test_layouts_persistent_path(patched, monkeypatch, n_sm, layout, M, N, K):
 @needs.triton_cpu
 @pytest.mark.parametrize("n_sm", [1, 132])
 @pytest.mark.parametrize(("M", "N", "K"), [(300, 136, 200), (264, 264, 64), (264, 136, 2112)])   # K > SHORT_K last
-def test_gelu_persistent_path(patched, monkeypatch, n_sm, M, N, K):
+def test_gelu_persistent_path(interpreter_patches, monkeypatch, n_sm, M, N, K):
     seen = _taken(monkeypatch, gelu, n_sm)
     a, w, bias = _rand(M, K, seed=M), _rand(N, K, seed=N), _rand(N, seed=K)
     out = gelu.solve(a, w, bias)

@@ -138,6 +138,19 @@ def _smem(device):
     return 227 * 1024
 
 
+def _fill_sms(M, N, bm, bn, n_sm):
+    """(bm, bn) halved, N first then M and not below 64, while the tiles of C leave SMs idle (below 64, tensor-core
+    tiles get inefficient)."""
+    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
+        if bn > 64 and bn >= bm:
+            bn //= 2
+        elif bm > 64:
+            bm //= 2
+        else:
+            break
+    return bm, bn
+
+
 def _pow2_at_least(x, lo):
     return max(lo, triton.next_power_of_2(x))
 
@@ -155,13 +168,7 @@ def _config(M, N, K, dtype, input_precision, n_sm, aligned=True):
     bm = min(bm, _pow2_at_least(M, 16))
     bn = min(bn, _pow2_at_least(N, 16))
     bk = min(bk, _pow2_at_least(K, 16))
-    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:   # fewer tiles than SMs: halve N, then M, down to 64
-        if bn > 64 and bn >= bm:
-            bn //= 2
-        elif bm > 64:
-            bm //= 2
-        else:
-            break
+    bm, bn = _fill_sms(M, N, bm, bn, n_sm)
     num_warps = 8 if bm * bn >= 128 * 128 else 4
     num_stages = 3 if bm * bn >= 128 * 256 else 4
     return bm, bn, bk, num_warps, num_stages
@@ -179,13 +186,7 @@ def _tma_config(M, N, K, n_sm, smem):
     halve along N then M where the tiles leave SMs idle. Measured: docs/benchmarks.md, scripts/sweep_tiled.py."""
     short = K <= SHORT_K
     bm, bn, bk = 128, min(128 if short else 256, _pow2_at_least(N, 16)), min(64, _pow2_at_least(K, 16))
-    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
-        if bn > 64 and bn >= bm:
-            bn //= 2
-        elif bm > 64:
-            bm //= 2
-        else:
-            break
+    bm, bn = _fill_sms(M, N, bm, bn, n_sm)
     stage = (bm + bn) * bk * 2
     if short and smem >= 6 * stage + bm * bn * 2 + 2048:
         return bm, bn, bk, 8 if bm * bn >= 128 * 128 else 4, 6, False, 1

@@ -153,6 +153,19 @@ def _sm_count(device):
     return 132  # interpreter on the CPU: pretend H100, so it runs the configs an H100 would
 
 
+def _fill_sms(M, N, bm, bn, n_sm):
+    """(bm, bn) halved, N first then M and not below 64, while the tiles of C leave SMs idle (below 64, tensor-core
+    tiles get inefficient)."""
+    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
+        if bn > 64 and bn >= bm:
+            bn //= 2
+        elif bm > 64:
+            bm //= 2
+        else:
+            break
+    return bm, bn
+
+
 def _pow2_at_least(x, lo):
     return max(lo, triton.next_power_of_2(x))
 
@@ -162,13 +175,7 @@ def _tma_config(M, N, K, n_sm):
     large tile, 128x256x64 on 8 warps (two consumer warpgroups), as many 48 KiB stages as fit beside the 32 KiB store
     buffer (the store goes out in two halves), halved along N then M where the tiles leave SMs idle."""
     bm, bn, bk = 128, min(256, _pow2_at_least(N, 16)), min(64, _pow2_at_least(K, 16))
-    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
-        if bn > 64 and bn >= bm:
-            bn //= 2
-        elif bm > 64:
-            bm //= 2
-        else:
-            break
+    bm, bn = _fill_sms(M, N, bm, bn, n_sm)
     split = bn >= 128
     stage = (bm + bn) * bk * 2
     num_stages = max(2, min(4, (220 * 1024 - bm * (bn // 2 if split else bn) * 2) // stage))
@@ -257,14 +264,7 @@ def _config(M, N, K, dtype, input_precision, n_sm, aligned=True):
     bm = min(bm, _pow2_at_least(M, 16))
     bn = min(bn, _pow2_at_least(N, 16))
     bk = min(bk, _pow2_at_least(K, 16))
-    # Too few tiles to cover the SMs: halve N then M, not below 64 (below that tensor-core tiles get inefficient).
-    while triton.cdiv(M, bm) * triton.cdiv(N, bn) < n_sm:
-        if bn > 64 and bn >= bm:
-            bn //= 2
-        elif bm > 64:
-            bm //= 2
-        else:
-            break
+    bm, bn = _fill_sms(M, N, bm, bn, n_sm)
     num_warps = 8 if bm * bn >= 128 * 128 else 4
     num_stages = 3 if bm * bn >= 128 * 256 else 4
     return bm, bn, bk, num_warps, num_stages
