@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 import pathlib
+import re
 import sys
 import time
 
@@ -243,7 +244,7 @@ def sweep_int8(fh, quick):
             torch.cuda.empty_cache()
 
 
-def sweep_attention(fh, quick):
+def sweep_attention(fh, quick, only=None, pattern=None):
     """attention_fwd: triton_flash's tile configs and KV-split counts against SDPA's best backend (the baseline)."""
     import yaml
     ref_mod = load("problems/attention_fwd/reference.py")
@@ -257,19 +258,26 @@ def sweep_attention(fh, quick):
         variants["cfg%dx%dw%ds%d" % cfg] = dict(config=lambda M, D, c=cfg: c if M > 64 else None)
     for bn, st in [(128, 3), (64, 4), (256, 2), (32, 4)]:
         variants["dec_bn%d_s%d" % (bn, st)] = dict(config=lambda M, D, c=(bn, st): (max(16, triton.next_power_of_2(M)), c[0], 4, c[1]) if M <= 64 else None)
+    for cfg in [(128, 64, 8, 4), (128, 128, 8, 3), (64, 64, 4, 4), (64, 64, 4, 2)]:
+        variants["cfg%dx%dw%ds%d" % cfg] = dict(config=lambda M, D, c=cfg: c if M > 64 else None)
     for mult in (2, 4):                  # KV splits per SM (the solution's rule: 1)
         variants[f"split_x{mult}"] = dict(splits=lambda M, bm, tiles, nb, n_sm, m=mult:
                                           (min(triton.cdiv(m * n_sm, tiles), nb // 2) if nb >= 4 and (tiles < n_sm if M <= bm else 2 * tiles <= n_sm) else 1))
     if quick:
         variants = {k: variants[k] for k in list(variants)[:3]}
+    if pattern:
+        variants = {k: v for k, v in variants.items() if re.search(pattern, k)}
     for dtype in (torch.bfloat16,):
-        for sh in shapes:
+        for i, sh in enumerate(shapes):
+            if only is not None and i not in only:
+                continue
             shape = {k: sh[k] for k in dims}
             q, k, v, causal = ref_mod.make_inputs(shape, dtype, 1234, "cuda")
             ref = sdpa.solve(q, k, v, causal)
             t_sdpa = bench(lambda: sdpa.solve(q, k, v, causal))
             flops = eval(yaml.safe_load((ROOT / "problems/attention_fwd/problem.yaml").read_text())["flops"],
                          {"math": math}, shape)
+            bench(lambda: flash.solve(q, k, v, causal))   # warm-up before the first variant
             for name, v_ in variants.items():
                 base_cfg, base_split = flash._config, flash._splits
                 M = shape["Sq"] * shape["G"]
@@ -296,7 +304,7 @@ def sweep_attention(fh, quick):
             torch.cuda.empty_cache()
 
 
-def sweep_fp8(fh, quick, only=None):
+def sweep_fp8(fh, quick, only=None, pattern=None):
     """fp8_gemm_blockwise: triton_blockwise's GEMM tiles (_gemm_config) and program order (GROUP_M) against the
     baseline (torch._scaled_mm, cuBLASLt's block-scaled fp8), the activation quantization included on both sides."""
     import yaml
@@ -306,14 +314,26 @@ def sweep_fp8(fh, quick, only=None):
     shapes = yaml.safe_load((ROOT / "problems/fp8_gemm_blockwise/problem.yaml").read_text())["benchmark"]
     cfgs = [(128, 128, 8, 4), (128, 128, 8, 3), (128, 256, 8, 3), (128, 256, 8, 2), (64, 256, 4, 4),
             (128, 64, 4, 4), (64, 128, 4, 4), (64, 128, 4, 6), (256, 128, 8, 3)]
-    variants = {"default": {}, "g16": dict(GROUP_M=16), "g4": dict(GROUP_M=4)}
+    variants = {"default": {}, "g16": dict(GROUP_M=16, kernel="_fp8_block_gemm_tma_kernel"),
+                "g4": dict(GROUP_M=4, kernel="_fp8_block_gemm_tma_kernel"),
+                "g32": dict(GROUP_M=32, kernel="_fp8_block_gemm_tma_kernel")}
+    # the persistent TMA path (_tma_config: bm, bn, warps, stages, programs an SM, split store); "tiled" turns it off
+    for c in [(128, 128, 8, 4, 1, True), (128, 128, 8, 3, 1, True), (128, 128, 8, 4, 1, False),
+              (64, 128, 4, 3, 2, False), (64, 128, 4, 4, 1, True), (128, 256, 8, 3, 1, True),
+              (64, 256, 4, 3, 1, True), (128, 64, 4, 4, 2, False), (64, 128, 4, 3, 2, True),
+              (64, 128, 4, 2, 3, False), (64, 128, 4, 4, 2, False), (64, 128, 4, 3, 1, False),
+              (64, 128, 4, 5, 1, False), (64, 64, 4, 4, 3, False)]:
+        variants["tma%dx%dw%ds%d_x%d_split%d" % c] = dict(config=c, cname="_tma_config", kernel="_fp8_block_gemm_tma_kernel")
+    variants["tiled"] = dict(config=False, cname="_tma_config")
     for c in cfgs:
-        variants["cfg%dx%dw%ds%d" % c] = dict(config=(*c, 1))
+        variants["cfg%dx%dw%ds%d" % c] = dict(config=(*c, 1), tiled=True)
     for s in (1, 2, 3, 4, 6, 8, 12):           # split-K over the default tile, and over 64x128
-        variants[f"split{s}"] = dict(config=lambda c, s=s: (*c[:4], s))
-        variants[f"64x128_split{s}"] = dict(config=(64, 128, 4, 4, s))
+        variants[f"split{s}"] = dict(config=lambda c, s=s: (*c[:4], s), tiled=True)
+        variants[f"64x128_split{s}"] = dict(config=(64, 128, 4, 4, s), tiled=True)
     if quick:
         variants = {k: variants[k] for k in list(variants)[:3]}
+    if pattern:
+        variants = {k: v for k, v in variants.items() if re.search(pattern, k)}
     for i, sh in enumerate(shapes):
         if only is not None and i not in only:
             continue
@@ -321,16 +341,23 @@ def sweep_fp8(fh, quick, only=None):
         x, w, ws = ref_mod.make_inputs(shape, torch.bfloat16, 1234, "cuda")
         ref = base.solve(x, w, ws)
         t_base = bench(lambda: base.solve(x, w, ws))
+        bench(lambda: fp8.solve(x, w, ws))    # warm-up: the first variant timed at a shape otherwise reads slow
         flops = 2 * shape["M"] * shape["N"] * shape["K"]
         for name, v in variants.items():
             v = dict(v)
             cfg = v.pop("config", None)
+            cname = v.pop("cname", "_gemm_config")
+            kernel = v.pop("kernel", "_fp8_block_gemm_kernel")
+            tiled = v.pop("tiled", False)      # a tiled-kernel config: the persistent path off
             try:
-                with variant(fp8, ["_fp8_block_gemm_kernel"], cfg, config_name="_gemm_config", **v):
+                with variant(fp8, [kernel], cfg, config_name=cname, **v), \
+                        variant(fp8, [], False if tiled else None, config_name="_tma_config"):
                     err = rel_err(fp8.solve(x, w, ws), ref)
                     t = bench(lambda: fp8.solve(x, w, ws))
                     used = fp8._gemm_config(shape["M"], shape["N"], triton.cdiv(shape["K"], fp8.BLOCK),
                                             fp8._sm_count(x.device))
+                    used = [fp8._tma_config(shape["M"], shape["N"], triton.cdiv(shape["K"], fp8.BLOCK),
+                                            fp8._sm_count(x.device)), used]
                 row = dict(problem="fp8", dtype="float8_e4m3", shape=list(shape.values()), variant=name,
                            config=used, err=err, ms=t, base_ms=t_base, vs_base=t_base / t, tflops=flops / t / 1e9)
             except Exception as exc:          # a config that does not compile is a data point, not a stop
@@ -374,6 +401,8 @@ def main(argv=None):
     p.add_argument("--only", choices=["gemm", "grouped", "int8", "attention", "fp8"])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--fp8-shapes", help="fp8 only: comma-separated indices into its benchmark list (default all)")
+    p.add_argument("--attn-shapes", help="attention only: comma-separated indices into its benchmark list")
+    p.add_argument("--variants", help="attention and fp8: a regular expression the variants' names must match")
     args = p.parse_args(argv)
     print(torch.cuda.get_device_name(), torch.__version__, triton.__version__, file=sys.stderr)
     t0 = time.time()
@@ -385,9 +414,10 @@ def main(argv=None):
         if args.only in (None, "int8"):
             sweep_int8(fh, args.quick)
         if args.only in (None, "attention"):
-            sweep_attention(fh, args.quick)
+            sweep_attention(fh, args.quick, args.attn_shapes and {int(i) for i in args.attn_shapes.split(',')},
+                            args.variants)
         if args.only in (None, "fp8"):
-            sweep_fp8(fh, args.quick, args.fp8_shapes and {int(i) for i in args.fp8_shapes.split(',')})
+            sweep_fp8(fh, args.quick, args.fp8_shapes and {int(i) for i in args.fp8_shapes.split(',')}, args.variants)
     print(f"sweep took {time.time() - t0:.0f} s", file=sys.stderr)
     table(args.out)
 

@@ -43,3 +43,33 @@ def test_each_tiling_matches_the_oracle_with_every_tail(interpreter_patches, mon
     bound = 2 ** -8 * (scale + want.abs()) + 2 ** -8 * want.abs()
     worst = float(((out - want).abs() - bound).max())
     assert worst <= 0, f"{config}, {M}x{N}x{K}: an output beyond its budget by {worst:.3g}"
+
+
+def test_the_persistent_path_is_for_grids_of_several_waves():
+    assert fp8._tma_config(4096, 24576, 12, 132) is not None           # 32 x 192 tiles of 128: 46 waves
+    assert fp8._tma_config(4096, 2112, 56, 132) is not None
+    assert fp8._tma_config(128, 24576, 12, 132) is None                # decode: 192 tiles, under 4 waves
+    assert fp8._tma_config(64, 7168, 128, 132) is None                 # split-K's shape
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize("config", [(128, 128, 8, 4, 1, True), (64, 128, 4, 3, 2, False), (64, 64, 4, 3, 1, False)],
+                         ids=["128x128-split-store", "64x128-two-an-sm", "64x64"])
+@pytest.mark.parametrize(("M", "N", "K"), [(200, 264, 400), (130, 136, 640), (1, 264, 144)])
+def test_the_persistent_path_matches_the_oracle_with_every_tail(interpreter_patches, monkeypatch, config, M, N, K):
+    """The TMA path forced on a one-SM card, so one program walks every tile (the next tile's loads overlapping this
+    one's epilogue): K tails zero-filled by TMA (400 = 3 blocks + 16), M and N tails clipped at the store, a tile
+    that crosses a weight scale block (64x128 at n = 64). Same budget as above."""
+    taken = []
+    real = fp8._persistent
+    monkeypatch.setattr(fp8, "_tma_config", lambda M, N, KB, n_sm: config)
+    monkeypatch.setattr(fp8, "_sm_count", lambda device: 1)
+    monkeypatch.setattr(fp8, "_persistent", lambda *a: taken.append(real(*a)) or taken[-1])
+    x, w, ws = ref.make_inputs({"M": M, "N": N, "K": K}, torch.bfloat16, M * 31 + N * 7 + K, "cpu")
+    out = fp8.solve(x, w, ws).double()
+    assert taken == [True], "the TMA path was not taken"
+    want = ref.oracle(x, w, ws)
+    scale = ref.error_scale(x, w, ws)
+    bound = 2 ** -8 * (scale + want.abs()) + 2 ** -8 * want.abs()
+    worst = float(((out - want).abs() - bound).max())
+    assert worst <= 0, f"{config}, {M}x{N}x{K}: an output beyond its budget by {worst:.3g}"

@@ -53,6 +53,22 @@ def test_bmm_persistent_path(interpreter_patches, monkeypatch, n_sm, nb, M, N, K
 
 
 @needs.triton_cpu
+@pytest.mark.parametrize(("nb", "M", "N", "K", "k_major"), [(2, 256, 128, 64, False), (3, 256, 80, 96, False),
+                                                         (2, 128, 272, 48, True)])
+def test_bmm_tf32_persistent_path(interpreter_patches, monkeypatch, nb, M, N, K, k_major):
+    """TF32 takes the TMA path with B K-major: copied there where reused (M >= COPY_MIN_REUSE), or given so."""
+    seen = _taken(monkeypatch, bmm, 1)
+    a, b = _rand(nb, M, K, seed=M + K).float(), _rand(nb, K, N, seed=N).float()
+    if k_major:
+        b = b.transpose(1, 2).contiguous().transpose(1, 2)
+    monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "high")
+    out = bmm.solve(a, b)
+    assert seen == [True], "the TMA path was not taken"
+    want = a.double() @ b.double()
+    _check(out, want, (a.double() ** 2) @ (b.double() ** 2), f"tf32 bmm {nb}x{M}x{N}x{K}")
+
+
+@needs.triton_cpu
 @pytest.mark.parametrize("n_sm", [1, 132])
 @pytest.mark.parametrize(("layout", "M", "N", "K"), [("NN", 300, 40, 144), ("NT", 264, 264, 160),
                                                      ("TN", 272, 48, 80)])
@@ -65,6 +81,22 @@ def test_layouts_persistent_path(interpreter_patches, monkeypatch, n_sm, layout,
     assert seen == [True], "the TMA path was not taken"
     want = A.double() @ B.double()
     _check(out, want, (A.double() ** 2) @ (B.double() ** 2), f"{layout} {M}x{N}x{K}, {n_sm} SMs")
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize(("layout", "M", "N", "K"), [("NN", 264, 272, 96), ("NT", 300, 48, 64),
+                                                     ("TN", 272, 264, 80)])
+def test_layouts_tf32_persistent_path(interpreter_patches, monkeypatch, layout, M, N, K):
+    """TF32 takes the TMA path once its operands are K-major (copied there by _operand_order where reused)."""
+    seen = _taken(monkeypatch, lay, 1)
+    A, B = _rand(M, K, seed=M).float(), _rand(K, N, seed=N + K).float()   # bf16 values: tf32 keeps them exactly
+    a = A if layout[0] == "N" else A.t().contiguous().t()
+    b = B if layout[1] == "N" else B.t().contiguous().t()
+    monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "high")
+    out = lay.solve(a, b)
+    assert seen == [True], "the TMA path was not taken"
+    want = A.double() @ B.double()
+    _check(out, want, (A.double() ** 2) @ (B.double() ** 2), f"tf32 {layout} {M}x{N}x{K}")
 
 
 @needs.triton_cpu
@@ -98,3 +130,28 @@ def test_fp32_operands_are_copied_only_into_the_order_their_math_reads_and_only_
         assert b2.stride(1 if precision == "ieee" else 0) == 1
     if "a" in copied:
         assert a2.stride(1) == 1
+
+
+scores = needs.load_for_interpreter("solutions/attn_scores/triton_gqa.py", "copy_scores")
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize(("G", "Sq", "copied"), [(4, 64, True), (3, 85, False)])
+def test_scores_fp32_keys_copied_contiguous_only_when_reused(interpreter_patches, monkeypatch, G, Sq, copied):
+    """True fp32 scores read K keys-contiguous once G*Sq rows reuse each key (COPY_MIN_REUSE); same values."""
+    seen = []
+    kernel = scores._scores_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **meta):
+                seen.append(args[1].stride())
+                return kernel[grid](*args, **meta)
+            return launch
+    monkeypatch.setattr(scores, "_scores_kernel", Spy())
+    g = torch.Generator().manual_seed(G * Sq)
+    q, k = torch.randn(1, 2 * G, Sq, 64, generator=g), torch.randn(1, 2, 40, 64, generator=g)
+    out = scores.solve(q, k)
+    assert (seen[0][2] == 1) == copied, seen
+    want = (q.double().view(1, 2, G, Sq, 64) @ k.double()[:, :, None].transpose(-1, -2)).view(1, 2 * G, Sq, 40) / 8
+    assert float((out.double() - want).abs().max()) <= 1e-5 * float(want.abs().max())

@@ -108,11 +108,13 @@ def _bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 @triton.jit
 def _bmm_tma_kernel(a_desc, b_desc, c_desc, NB, M, N, K,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                    NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr):
+                    NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr, B_T: tl.constexpr,
+                    INPUT_PRECISION: tl.constexpr, OUT_DTYPE: tl.constexpr):
     """The persistent path: one program per SM walking the tiles of all NB matrices, batch-major, over TMA
     descriptors of the batch flattened into rows (A as (NB*M, K), B as (NB*K, N), C as (NB*M, N)). The host takes
     this path only when BLOCK_M divides M and BLOCK_K divides K, so no box crosses from one matrix into the next; N
-    is the inner extent, where TMA zero-fills loads and clips stores."""
+    is the inner extent, where TMA zero-fills loads and clips stores. B_T (TF32): B is stored K-major, (NB*N, K),
+    its box loaded as stored and transposed in shared memory (BLOCK_N then divides N)."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     tiles = num_pid_m * num_pid_n
@@ -130,8 +132,11 @@ def _bmm_tma_kernel(a_desc, b_desc, c_desc, NB, M, N, K,
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for ki in range(k_tiles):
             a = a_desc.load([row, ki * BLOCK_K])
-            b = b_desc.load([bid * K + ki * BLOCK_K, off_n])
-            acc = tl.dot(a, b, acc)
+            if B_T:
+                b = b_desc.load([bid * N + off_n, ki * BLOCK_K]).T
+            else:
+                b = b_desc.load([bid * K + ki * BLOCK_K, off_n])
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         if EPI_SPLIT:
             halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
             lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
@@ -198,56 +203,73 @@ def _config(nb, M, N, K, dtype, input_precision, n_sm, aligned=True):
     return bm, bn, bk, num_warps, num_stages
 
 
-def _tma_config(nb, M, N, K, n_sm, smem):
+def _tma_config(nb, M, N, K, n_sm, smem, esize=2, b_t=False):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPI_SPLIT, programs per SM) of the persistent path, or
-    None where no tile divides M and K.
+    None where no tile divides M and K (and N, for a K-major B).
 
-    gemm/triton_persistent's 128x256x64 on 8 warps (two consumer warpgroups), 64 rows or 32/16 of K where that is
-    what divides, N halved (then M) while the tiles of all matrices leave SMs idle; as many 48 KiB stages as fit
-    beside the store's 32 KiB buffer (it goes out in two halves); one program an SM. Short K (at most SHORT_K, the
-    attention-shaped products: one or two K steps) is bound by writing C, and one program cannot overlap a tile's
-    store with the next tile's loads for long: there two programs share each SM, 128x128 tiles on 4 warps with 3
-    stages, where the card's shared memory holds two of them."""
+    gemm/triton_persistent's 128x256 on 8 warps (two consumer warpgroups), K steps of 128 bytes (64 16-bit or 32
+    TF32 elements: one 128-byte swizzled row), 64 rows or a shorter K step where that is what divides, N halved
+    (then M) while the tiles of all matrices leave SMs idle; as many stages as fit beside the store's buffer (it
+    goes out in two halves); one program an SM. Short K (at most SHORT_K, the attention-shaped products: one or two
+    K steps) is bound by writing C, and one program cannot overlap a tile's store with the next tile's loads for
+    long: there two programs share each SM, 128x128 tiles on 4 warps with 3 stages, where the card's shared memory
+    holds two of them. esize: bytes an element; b_t: B is K-major (TF32), so its boxes run along N and BLOCK_N must
+    divide N."""
     bm = next((x for x in (128, 64) if M % x == 0), None)
-    bk = next((x for x in (64, 32, 16) if K % x == 0), None)
-    if bm is None or bk is None:
+    bk = next((x for x in (128 // esize, 64 // esize, 32 // esize) if K % x == 0 and x >= 16), None)
+    if bm is None or bk is None or (b_t and N % 16):
         return None
-    two = 2 * (3 * (128 + 128) * bk * 2 + 128 * 64 * 2 + 1024)     # two programs' stages, store buffer, barriers
-    if K <= SHORT_K and bm == 128 and N >= 128 and smem >= two:
+    two = 2 * (3 * (128 + 128) * bk * esize + 128 * 64 * esize + 1024)   # two programs' stages, store buffer, barriers
+    if K <= SHORT_K and bm == 128 and N >= 128 and smem >= two and not (b_t and N % 128):
         return 128, 128, bk, 4, 3, True, 2
     bn = min(256, _pow2_at_least(N, 16))
+    while b_t and N % bn:
+        bn //= 2
     while nb * (M // bm) * triton.cdiv(N, bn) < n_sm and bn > 64:
         bn //= 2
     split = bn >= 128
-    stage = (bm + bn) * bk * 2
-    num_stages = max(2, min(4, (220 * 1024 - bm * (bn // 2 if split else bn) * 2) // stage))
+    stage = (bm + bn) * bk * esize
+    num_stages = max(2, min(4, (220 * 1024 - bm * (bn // 2 if split else bn) * esize) // stage))
     return bm, bn, bk, 8 if bm * bn >= 128 * 128 else 4, num_stages, split, 1
 
 
-def _persistent(a, b, c, n_sm):
-    """The TMA path, or False where the batch cannot be read as flat row-major matrices (the tiled kernel)."""
+def _persistent(a, b, c, n_sm, input_precision=None):
+    """The TMA path, or False where the batch cannot be read as flat row-major matrices (the tiled kernel). TF32
+    (fp32 data): wgmma takes 32-bit operands K-major only, so B must be stored K-major, (NB, N, K) row-major
+    transposed, as solve's copy leaves a reused B."""
     nb, M, K = a.shape
     N = b.shape[2]
     es = a.element_size()
-    flat = (a.stride(2) == 1 and b.stride(2) == 1 and a.stride(0) == M * a.stride(1)
-            and b.stride(0) == K * b.stride(1) and a.stride(1) >= K and b.stride(1) >= N
-            and (a.stride(1) * es) % 16 == 0 and (b.stride(1) * es) % 16 == 0 and (N * es) % 16 == 0
-            and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0 and max(nb * M, nb * K) < 2**31)
-    cfg = _tma_config(nb, M, N, K, n_sm, _smem(a.device)) if flat and M >= PERSISTENT_MIN_M else None
+    b_t = input_precision == "tf32"
+    bm_ = b.transpose(1, 2) if b_t else b            # B as stored: (NB, N, K) K-major, or (NB, K, N)
+    rows_b = N if b_t else K
+    flat = (a.stride(2) == 1 and bm_.stride(2) == 1 and a.stride(0) == M * a.stride(1)
+            and bm_.stride(0) == rows_b * bm_.stride(1) and a.stride(1) >= K and bm_.stride(1) >= bm_.shape[2]
+            and (a.stride(1) * es) % 16 == 0 and (bm_.stride(1) * es) % 16 == 0 and (N * es) % 16 == 0
+            and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0 and max(nb * M, nb * rows_b) < 2**31)
+    cfg = _tma_config(nb, M, N, K, n_sm, _smem(a.device), es, b_t) if flat and M >= PERSISTENT_MIN_M else None
     if cfg is None:
         return False
     bm, bn, bk, num_warps, num_stages, split, per_sm = cfg
-    if M % bm or K % bk:
+    if M % bm or K % bk or (b_t and N % bn):
         return False
     a_desc = TensorDescriptor(a, [nb * M, K], [a.stride(1), 1], [bm, bk])
-    b_desc = TensorDescriptor(b, [nb * K, N], [b.stride(1), 1], [bk, bn])
+    if b_t:
+        b_desc = TensorDescriptor(bm_, [nb * N, K], [bm_.stride(1), 1], [bn, bk])
+    else:
+        b_desc = TensorDescriptor(b, [nb * K, N], [b.stride(1), 1], [bk, bn])
     c_desc = TensorDescriptor(c, [nb * M, N], [N, 1], [bm, bn // 2 if split else bn])
     programs = per_sm * n_sm
     grid = (min(programs, nb * (M // bm) * triton.cdiv(N, bn)),)
     _bmm_tma_kernel[grid](a_desc, b_desc, c_desc, nb, M, N, K, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                          NUM_SMS=programs, EPI_SPLIT=split, OUT_DTYPE=_TORCH_TO_TL[a.dtype], num_warps=num_warps,
-                          num_stages=num_stages)
+                          NUM_SMS=programs, EPI_SPLIT=split, B_T=b_t, INPUT_PRECISION=input_precision,
+                          OUT_DTYPE=_TORCH_TO_TL[a.dtype], num_warps=num_warps, num_stages=num_stages)
     return True
+
+
+def _copy_b(M, input_precision):
+    """Whether a row-major B is first copied K-major: TF32, each element then used by at least COPY_MIN_REUSE rows."""
+    return input_precision == "tf32" and M >= COPY_MIN_REUSE
 
 
 def solve(a, b):
@@ -263,11 +285,6 @@ def solve(a, b):
     if K == 0:
         return c.zero_()
 
-    if a.dtype != torch.float32:
-        with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():  # Triton's current device
-            if _persistent(a, b, c, _sm_count(a.device)):
-                return c
-
     # "highest" float32 matmul precision (the harness's float32) means no TF32 anywhere.
     if a.dtype != torch.float32:
         input_precision = None
@@ -275,9 +292,13 @@ def solve(a, b):
         input_precision = "ieee"
     else:
         input_precision = "tf32"
-    if input_precision == "tf32" and M >= COPY_MIN_REUSE and b.stride(2) == 1 and b.stride(1) != 1 and K > 1:
+    if _copy_b(M, input_precision) and b.stride(2) == 1 and b.stride(1) != 1 and K > 1:
         # TF32 tensor cores take B K-major: one copy of B into that order, each element then used by M rows.
         b = b.transpose(1, 2).contiguous().transpose(1, 2)
+    if input_precision != "ieee":
+        with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():  # Triton's current device
+            if _persistent(a, b, c, _sm_count(a.device), input_precision):
+                return c
     aligned = _vector_friendly(a) and _vector_friendly(b)
     bm, bn, bk, num_warps, num_stages = _config(nb, M, N, K, a.dtype, input_precision, _sm_count(a.device),
                                                 aligned)

@@ -47,6 +47,7 @@ import functools
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 BACKEND = "triton"
 
@@ -150,6 +151,43 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_
 
 
 @triton.jit
+def _fp8_block_gemm_tma_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, KB, stride_sbn, stride_sbk,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                               GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr, EPI_SPLIT: tl.constexpr):
+    """The persistent path: NUM_PROGRAMS programs walk the tiles of C (grouped order); the flattened (tile, K block)
+    loop keeps the next tile's TMA loads in flight during this tile's epilogue. Same math, per K block, as
+    `_fp8_block_gemm_kernel`. TMA zero-fills A and B past M, N and K, and clips the store."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=True):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        sa_ptrs = sa_ptr + (off_m + tl.arange(0, BLOCK_M)) % M                      # x_scale is (KB, M)
+        sb_ptrs = sb_ptr + (((off_n + tl.arange(0, BLOCK_N)) % N) // BLOCK_K) * stride_sbn
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kb in range(KB):
+            a = a_desc.load([off_m, kb * BLOCK_K])
+            b = b_desc.load([off_n, kb * BLOCK_K]).T         # w_fp8 is (N, K): K-major, as fp8 wgmma requires
+            partial = tl.dot(a, b)
+            sa = tl.load(sa_ptrs + kb * M)
+            sb = tl.load(sb_ptrs + kb * stride_sbk)
+            acc += partial * (sa[:, None] * sb[None, :])
+        if EPI_SPLIT:
+            halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
+            lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
+            c_desc.store([off_m, off_n], lo.to(tl.bfloat16))
+            c_desc.store([off_m, off_n + BLOCK_N // 2], hi.to(tl.bfloat16))
+        else:
+            c_desc.store([off_m, off_n], acc.to(tl.bfloat16))   # bf16 out
+
+
+@triton.jit
 def _split_sum_kernel(ws_ptr, c_ptr, n, splits, stride_s, BLOCK: tl.constexpr):
     """c = the sum over splits of ws[s] (fp32, in split order), rounded once to c's dtype."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -185,6 +223,34 @@ def _gemm_config(M, N, KB, n_sm):
     return bm, bn, 4, 4, splits
 
 
+def _tma_config(M, N, KB, n_sm):
+    """(BLOCK_M, BLOCK_N, warps, stages, programs per SM, EPI_SPLIT) of the persistent path, or None where the
+    tiled kernel runs (the grid would not fill the SMs several times over: decode, split-K)."""
+    if triton.cdiv(M, 64) * triton.cdiv(N, 128) < 4 * n_sm:
+        return None
+    return 64, 128, 4, 3, 2, False
+
+
+def _persistent(xq, w_fp8, xs, w_scale, out, n_sm):
+    """The TMA path, or False where its config or TMA's alignment (16-byte rows) rules it out."""
+    M, N, K = out.shape[0], out.shape[1], w_fp8.shape[1]
+    KB = xs.shape[0]
+    cfg = _tma_config(M, N, KB, n_sm)
+    if (not cfg or (w_fp8.stride(0) % 16) or (out.stride(0) * 2) % 16 or w_fp8.data_ptr() % 16
+            or KB * M >= 2**31):
+        return False
+    bm, bn, num_warps, num_stages, per_sm, split = cfg
+    a_desc = TensorDescriptor(xq, [M, KB * BLOCK], [xq.stride(0), 1], [bm, BLOCK])
+    b_desc = TensorDescriptor(w_fp8, [N, K], [w_fp8.stride(0), 1], [bn, BLOCK])
+    c_desc = TensorDescriptor(out, [M, N], [out.stride(0), 1], [bm, bn // 2 if split else bn])
+    programs = min(per_sm * n_sm, triton.cdiv(M, bm) * triton.cdiv(N, bn))
+    _fp8_block_gemm_tma_kernel[(programs,)](
+        a_desc, b_desc, c_desc, xs, w_scale, M, N, KB, w_scale.stride(0), w_scale.stride(1), BLOCK_M=bm,
+        BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, NUM_PROGRAMS=programs, EPI_SPLIT=split, num_warps=num_warps,
+        num_stages=num_stages)
+    return True
+
+
 def _run(x, w_fp8, w_scale):
     M, K = x.shape
     N = w_fp8.shape[0]
@@ -200,6 +266,8 @@ def _run(x, w_fp8, w_scale):
         INTERPRET=interpret, num_warps=4)
 
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    if _persistent(xq, w_fp8, xs, w_scale, out, _sm_count(x.device)):
+        return out
     bm, bn, num_warps, num_stages, splits = _gemm_config(M, N, KB, _sm_count(x.device))
     kb_per_split = triton.cdiv(KB, splits)
     splits = triton.cdiv(KB, kb_per_split)           # no empty split
