@@ -28,8 +28,8 @@ def test_the_tiles_are_64_rows_and_split_k_only_where_they_leave_sms_idle():
 
 
 @needs.triton_cpu
-@pytest.mark.parametrize("config", [(64, 128, 4, 4, 1), (64, 64, 4, 4, 1), (64, 64, 4, 4, 3)],
-                         ids=["64x128", "64x64", "64x64-split3"])
+@pytest.mark.parametrize("config", [(64, 128, 4, 4, 1), (64, 64, 4, 4, 1), (64, 64, 4, 4, 3), (64, 256, 4, 3, 1)],
+                         ids=["64x128", "64x64", "64x64-split3", "64x256"])
 @pytest.mark.parametrize(("M", "N", "K"), [(70, 200, 300), (130, 129, 640), (1, 257, 129)])
 def test_each_tiling_matches_the_oracle_with_every_tail(interpreter_patches, monkeypatch, config, M, N, K):
     """A scale block read for the wrong columns, a K block dropped or summed twice across slices, or a tail row or
@@ -46,9 +46,9 @@ def test_each_tiling_matches_the_oracle_with_every_tail(interpreter_patches, mon
 
 
 def test_the_persistent_path_is_for_grids_of_several_waves():
-    assert fp8._tma_config(4096, 24576, 12, 132) is not None           # 32 x 192 tiles of 128: 46 waves
+    assert fp8._tma_config(4096, 24576, 12, 132) is not None           # 64 x 192 tiles of 64x128
     assert fp8._tma_config(4096, 2112, 56, 132) is not None
-    assert fp8._tma_config(128, 24576, 12, 132) is None                # decode: 192 tiles, under 4 waves
+    assert fp8._tma_config(128, 24576, 12, 132) is None                # decode: 384 tiles, under 4 waves
     assert fp8._tma_config(64, 7168, 128, 132) is None                 # split-K's shape
 
 

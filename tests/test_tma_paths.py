@@ -111,6 +111,7 @@ def test_gelu_persistent_path(interpreter_patches, monkeypatch, n_sm, M, N, K):
     _check(out, want, (a.double() ** 2) @ (w.double() ** 2).T, f"gelu {M}x{N}x{K}, {n_sm} SMs")
 
 
+@needs.triton_cpu
 @pytest.mark.parametrize(("layout", "precision", "M", "N", "copied"), [
     ("NT", "ieee", 256, 64, "b"), ("NT", "ieee", 255, 64, ""), ("NN", "ieee", 512, 64, ""),
     ("NN", "tf32", 256, 64, "b"), ("TN", "tf32", 256, 256, "ab"), ("TN", "tf32", 256, 255, "b"),
@@ -123,7 +124,7 @@ def test_fp32_operands_are_copied_only_into_the_order_their_math_reads_and_only_
     A, B = torch.randn(M, K), torch.randn(K, N)
     a = A if layout[0] == "N" else A.t().contiguous().t()
     b = B if layout[1] == "N" else B.t().contiguous().t()
-    a2, b2 = lay._operand_order(a, b, precision)
+    a2, b2 = lay._operand_order(a, b, precision)          # copies by the solution's Triton transpose
     assert ("a" if a2.data_ptr() != a.data_ptr() else "") + ("b" if b2.data_ptr() != b.data_ptr() else "") == copied
     assert torch.equal(a2, A) and torch.equal(b2, B)
     if "b" in copied:
@@ -155,3 +156,13 @@ def test_scores_fp32_keys_copied_contiguous_only_when_reused(interpreter_patches
     assert (seen[0][2] == 1) == copied, seen
     want = (q.double().view(1, 2, G, Sq, 64) @ k.double()[:, :, None].transpose(-1, -2)).view(1, 2 * G, Sq, 40) / 8
     assert float((out.double() - want).abs().max()) <= 1e-5 * float(want.abs().max())
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize(("nb", "R", "C"), [(1, 1, 70), (3, 65, 33), (2, 100, 1)])
+@pytest.mark.parametrize("unit_axis", [0, 1])
+def test_bmm_relayout_copies_every_matrix_into_the_asked_order(nb, R, C, unit_axis):
+    """bmm's operand copy (a tiled Triton transpose): same values, the asked unit stride, from any strides."""
+    src = torch.randn(nb, C, R).transpose(1, 2)[:, ::1, :]      # a batch of transposed views
+    out = bmm._relayout(src, unit_axis)
+    assert torch.equal(out, src) and out.stride(1 + unit_axis) == 1

@@ -146,6 +146,22 @@ def _bmm_tma_kernel(a_desc, b_desc, c_desc, NB, M, N, K,
             c_desc.store([row, off_n], acc.to(OUT_DTYPE))
 
 
+@triton.jit
+def _relayout_kernel(src_ptr, dst_ptr, R, C, tiles_r, tiles_c, s_b, s_r, s_c, d_b, d_r, d_c,
+                     BLOCK: tl.constexpr):
+    """dst[b] = src[b] for (R, C) matrices of any strides, one BLOCK x BLOCK tile a program (flat grid: batch, row
+    tile, column tile). Triton gives the load and the store each the layout coalesced along its own unit stride and
+    moves the tile between them through shared memory, so a transpose reads and writes whole lines."""
+    pid = tl.program_id(0)
+    b = (pid // (tiles_r * tiles_c)).to(tl.int64)
+    t = pid % (tiles_r * tiles_c)
+    r = ((t // tiles_c) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+    c = ((t % tiles_c) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+    mask = (r[:, None] < R) & (c[None, :] < C)
+    x = tl.load(src_ptr + b * s_b + r[:, None] * s_r + c[None, :] * s_c, mask=mask)
+    tl.store(dst_ptr + b * d_b + r[:, None] * d_r + c[None, :] * d_c, x, mask=mask)
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device):
     if device.type == "cuda":
@@ -267,6 +283,23 @@ def _persistent(a, b, c, n_sm, input_precision=None):
     return True
 
 
+def _relayout(t, unit_axis):
+    """t's values in a fresh dense tensor whose matrices (t is 2-D, or 3-D with the batch first) are column-major
+    (unit_axis 0) or row-major (1): the operand copies above. A tiled Triton transpose (`_relayout_kernel`), not
+    torch's .contiguous(), whose strided copy does not coalesce both sides (docs/benchmarks.md has both timed)."""
+    m = t if t.dim() == 3 else t[None]
+    nb, R, C = m.shape
+    strides = (R * C, 1, R) if unit_axis == 0 else (R * C, C, 1)
+    out = torch.empty_strided(m.shape, strides, dtype=t.dtype, device=t.device)
+    if m.numel():
+        block = 64 if t.is_cuda else 32
+        tiles_r, tiles_c = triton.cdiv(R, block), triton.cdiv(C, block)
+        with torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext():
+            _relayout_kernel[(nb * tiles_r * tiles_c,)](m, out, R, C, tiles_r, tiles_c, *m.stride(), *out.stride(),
+                                                        BLOCK=block, num_warps=4)
+    return out if t.dim() == 3 else out[0]
+
+
 def _copy_b(M, input_precision):
     """Whether a row-major B is first copied K-major: TF32, each element then used by at least COPY_MIN_REUSE rows."""
     return input_precision == "tf32" and M >= COPY_MIN_REUSE
@@ -294,7 +327,7 @@ def solve(a, b):
         input_precision = "tf32"
     if _copy_b(M, input_precision) and b.stride(2) == 1 and b.stride(1) != 1 and K > 1:
         # TF32 tensor cores take B K-major: one copy of B into that order, each element then used by M rows.
-        b = b.transpose(1, 2).contiguous().transpose(1, 2)
+        b = _relayout(b, 0)
     if input_precision != "ieee":
         with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():  # Triton's current device
             if _persistent(a, b, c, _sm_count(a.device), input_precision):

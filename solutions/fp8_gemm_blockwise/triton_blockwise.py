@@ -101,7 +101,8 @@ def _quant_act_kernel(x_ptr, q_ptr, s_ptr, M, K, stride_x, stride_q,
 def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_per_split,
                            stride_a, stride_b, stride_sbn, stride_sbk, stride_cs, stride_cm, stride_cn,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                           GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr):
+                           GROUP_M: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
+                           SB_SCALAR: tl.constexpr):
     pid = tl.program_id(0)
     split = tl.program_id(1)              # this program's share of the K blocks (split-K; 0 when not split)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -126,7 +127,10 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_
     a_ptrs = a_ptr + offs_am[:, None] * stride_a + offs_k[None, :]          # (BLOCK_M, BLOCK_K), K-contiguous
     b_ptrs = b_ptr + offs_bn[None, :] * stride_b + offs_k[:, None]          # (BLOCK_K, BLOCK_N), K-contiguous
     sa_ptrs = sa_ptr + offs_am                                               # x_scale is (KB, M)
-    sb_ptrs = sb_ptr + (offs_bn // BLOCK_K) * stride_sbn                     # w_scale row of each column's block
+    if SB_SCALAR:                                  # the tile's columns share one weight scale block
+        sb_ptrs = sb_ptr + ((pid_n * BLOCK_N) // BLOCK_K) * stride_sbn
+    else:
+        sb_ptrs = sb_ptr + (offs_bn // BLOCK_K) * stride_sbn                 # w_scale row of each column's block
     a_ptrs += kb_lo * BLOCK_K                                                # this split's first K block
     b_ptrs += kb_lo * BLOCK_K
 
@@ -140,7 +144,10 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_
         partial = tl.dot(a, b)                       # this K block's exact fp8 products, summed
         sa = tl.load(sa_ptrs + kb * M)
         sb = tl.load(sb_ptrs + kb * stride_sbk)
-        acc += partial * (sa[:, None] * sb[None, :])
+        if SB_SCALAR:
+            acc += partial * (sa * sb)[:, None]     # the same products, one multiply a row instead of an element
+        else:
+            acc += partial * (sa[:, None] * sb[None, :])
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
@@ -153,7 +160,8 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_
 @triton.jit
 def _fp8_block_gemm_tma_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, KB, stride_sbn, stride_sbk,
                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                               GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr, EPI_SPLIT: tl.constexpr):
+                               GROUP_M: tl.constexpr, NUM_PROGRAMS: tl.constexpr, EPI_SPLIT: tl.constexpr,
+                               SB_SCALAR: tl.constexpr):
     """The persistent path: NUM_PROGRAMS programs walk the tiles of C (grouped order); the flattened (tile, K block)
     loop keeps the next tile's TMA loads in flight during this tile's epilogue. Same math, per K block, as
     `_fp8_block_gemm_kernel`. TMA zero-fills A and B past M, N and K, and clips the store."""
@@ -169,7 +177,10 @@ def _fp8_block_gemm_tma_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, KB,
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         sa_ptrs = sa_ptr + (off_m + tl.arange(0, BLOCK_M)) % M                      # x_scale is (KB, M)
-        sb_ptrs = sb_ptr + (((off_n + tl.arange(0, BLOCK_N)) % N) // BLOCK_K) * stride_sbn
+        if SB_SCALAR:                              # the tile's columns share one weight scale block
+            sb_ptrs = sb_ptr + (off_n // BLOCK_K) * stride_sbn
+        else:
+            sb_ptrs = sb_ptr + (((off_n + tl.arange(0, BLOCK_N)) % N) // BLOCK_K) * stride_sbn
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kb in range(KB):
             a = a_desc.load([off_m, kb * BLOCK_K])
@@ -177,7 +188,10 @@ def _fp8_block_gemm_tma_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, KB,
             partial = tl.dot(a, b)
             sa = tl.load(sa_ptrs + kb * M)
             sb = tl.load(sb_ptrs + kb * stride_sbk)
-            acc += partial * (sa[:, None] * sb[None, :])
+            if SB_SCALAR:
+                acc += partial * (sa * sb)[:, None]
+            else:
+                acc += partial * (sa[:, None] * sb[None, :])
         if EPI_SPLIT:
             halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
             lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
@@ -246,7 +260,8 @@ def _persistent(xq, w_fp8, xs, w_scale, out, n_sm):
     programs = min(per_sm * n_sm, triton.cdiv(M, bm) * triton.cdiv(N, bn))
     _fp8_block_gemm_tma_kernel[(programs,)](
         a_desc, b_desc, c_desc, xs, w_scale, M, N, KB, w_scale.stride(0), w_scale.stride(1), BLOCK_M=bm,
-        BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, NUM_PROGRAMS=programs, EPI_SPLIT=split, num_warps=num_warps,
+        BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, NUM_PROGRAMS=programs, EPI_SPLIT=split, SB_SCALAR=BLOCK % bn == 0,
+        num_warps=num_warps,
         num_stages=num_stages)
     return True
 
@@ -278,7 +293,8 @@ def _run(x, w_fp8, w_scale):
     _fp8_block_gemm_kernel[grid](
         xq, w_fp8, xs, w_scale, dst, M, N, K, KB, kb_per_split, xq.stride(0), w_fp8.stride(0), w_scale.stride(0),
         w_scale.stride(1), dst.stride(0) if splits > 1 else 0, out.stride(0), out.stride(1), BLOCK_M=bm,
-        BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, EVEN_K=(K % BLOCK == 0), INT64=int64, num_warps=num_warps,
+        BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, EVEN_K=(K % BLOCK == 0), INT64=int64, SB_SCALAR=BLOCK % bn == 0,
+        num_warps=num_warps,
         num_stages=num_stages)
     if splits > 1:
         assert dst.numel() < 2**31, f"{splits} splits of {M}x{N}: a split-K workspace past int32 offsets"

@@ -146,6 +146,22 @@ def _gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
             c_desc.store([off_m, off_n], acc.to(OUT_DTYPE))   # clipped at M and N
 
 
+@triton.jit
+def _relayout_kernel(src_ptr, dst_ptr, R, C, tiles_r, tiles_c, s_b, s_r, s_c, d_b, d_r, d_c,
+                     BLOCK: tl.constexpr):
+    """dst[b] = src[b] for (R, C) matrices of any strides, one BLOCK x BLOCK tile a program (flat grid: batch, row
+    tile, column tile). Triton gives the load and the store each the layout coalesced along its own unit stride and
+    moves the tile between them through shared memory, so a transpose reads and writes whole lines."""
+    pid = tl.program_id(0)
+    b = (pid // (tiles_r * tiles_c)).to(tl.int64)
+    t = pid % (tiles_r * tiles_c)
+    r = ((t // tiles_c) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+    c = ((t % tiles_c) * BLOCK + tl.arange(0, BLOCK)).to(tl.int64)
+    mask = (r[:, None] < R) & (c[None, :] < C)
+    x = tl.load(src_ptr + b * s_b + r[:, None] * s_r + c[None, :] * s_c, mask=mask)
+    tl.store(dst_ptr + b * d_b + r[:, None] * d_r + c[None, :] * d_c, x, mask=mask)
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device):
     if device.type == "cuda":
@@ -233,6 +249,23 @@ def _vector_friendly(t):
     return all(s == 1 or s % 16 == 0 for s in strides)
 
 
+def _relayout(t, unit_axis):
+    """t's values in a fresh dense tensor whose matrices (t is 2-D, or 3-D with the batch first) are column-major
+    (unit_axis 0) or row-major (1): the operand copies above. A tiled Triton transpose (`_relayout_kernel`), not
+    torch's .contiguous(), whose strided copy does not coalesce both sides (docs/benchmarks.md has both timed)."""
+    m = t if t.dim() == 3 else t[None]
+    nb, R, C = m.shape
+    strides = (R * C, 1, R) if unit_axis == 0 else (R * C, C, 1)
+    out = torch.empty_strided(m.shape, strides, dtype=t.dtype, device=t.device)
+    if m.numel():
+        block = 64 if t.is_cuda else 32
+        tiles_r, tiles_c = triton.cdiv(R, block), triton.cdiv(C, block)
+        with torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext():
+            _relayout_kernel[(nb * tiles_r * tiles_c,)](m, out, R, C, tiles_r, tiles_c, *m.stride(), *out.stride(),
+                                                        BLOCK=block, num_warps=4)
+    return out if t.dim() == 3 else out[0]
+
+
 def _operand_order(a, b, input_precision):
     """fp32 operands copied into the order their math reads fastest, where each copied element is then used at least
     COPY_MIN_REUSE times (so the copy, one read and one write, is small next to the GEMM). True fp32 (FMA tiles) reads
@@ -243,12 +276,12 @@ def _operand_order(a, b, input_precision):
     M, K = a.shape
     N = b.shape[1]
     if input_precision == "ieee" and M >= COPY_MIN_REUSE and b.stride(0) == 1 and b.stride(1) != 1 and N > 1:
-        b = b.contiguous()
+        b = _relayout(b, 1)
     elif input_precision == "tf32":
         if M >= COPY_MIN_REUSE and b.stride(1) == 1 and b.stride(0) != 1 and K > 1:
-            b = b.t().contiguous().t()
+            b = _relayout(b, 0)
         if N >= COPY_MIN_REUSE and a.stride(0) == 1 and a.stride(1) != 1 and M > 1:
-            a = a.contiguous()
+            a = _relayout(a, 1)
     return a, b
 
 
