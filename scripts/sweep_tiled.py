@@ -66,6 +66,11 @@ def variants_for(name, dtype, tf32=False):
             out["tma_%dx%dx%d_w%d_s%d_split%d" % c[:6] + ("_x%d" % c[6] if len(c) > 6 else "")] = \
                 dict(config=c, config_name="_tma_config")
         out["tiled"] = dict(config=False, config_name="_persistent")
+        if name == "layouts":                   # decode (M <= PERSISTENT_MIN_M): the tiled kernel's TF32 tiles
+            out["persistent_from_64_rows"] = dict(patch={"PERSISTENT_MIN_M": 63})
+            for c in [(64, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 64, 32, 4, 6), (128, 128, 32, 8, 3),
+                      (64, 256, 32, 8, 3), (64, 64, 64, 4, 4)]:
+                out["tiled_%dx%dx%d_w%d_s%d" % c] = dict(config=lambda base, c=c: c, _also_tiled=True)
     elif name == "scores" and dtype == torch.float32:
         out["no_copy"] = dict(config=False, config_name="_copy_keys")
         for c in SCORES_FP32[2:5]:

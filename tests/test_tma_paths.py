@@ -115,11 +115,12 @@ def test_gelu_persistent_path(interpreter_patches, monkeypatch, n_sm, M, N, K):
 @pytest.mark.parametrize(("layout", "precision", "M", "N", "copied"), [
     ("NT", "ieee", 256, 64, "b"), ("NT", "ieee", 255, 64, ""), ("NN", "ieee", 512, 64, ""),
     ("NN", "tf32", 256, 64, "b"), ("TN", "tf32", 256, 256, "ab"), ("TN", "tf32", 256, 255, "b"),
-    ("NT", "tf32", 512, 512, ""), ("TN", "ieee", 512, 512, "")])
-def test_fp32_operands_are_copied_only_into_the_order_their_math_reads_and_only_when_reused(layout, precision, M, N,
-                                                                                           copied):
-    """True fp32 tiles read B N-major, TF32 tensor cores both operands K-major; a copy pays off only where each of its
-    elements is used by COPY_MIN_REUSE rows (for B) or columns (for A). The values never change."""
+    ("NT", "tf32", 512, 512, ""), ("TN", "ieee", 512, 512, ""), ("NN", "ieee", 64, 256, "a"),
+    ("NT", "ieee", 256, 256, "ab"), ("NN", "ieee", 64, 255, "")])
+def test_fp32_operands_are_copied_only_into_the_order_their_math_reads_and_only_when_reused(
+        interpreter_patches, layout, precision, M, N, copied):
+    """True fp32 tiles read A M-major and B N-major, TF32 tensor cores both operands K-major; a copy pays off only
+    where each of its elements is used by COPY_MIN_REUSE rows (for B) or columns (for A). The values never change."""
     K = 48
     A, B = torch.randn(M, K), torch.randn(K, N)
     a = A if layout[0] == "N" else A.t().contiguous().t()
@@ -130,7 +131,7 @@ def test_fp32_operands_are_copied_only_into_the_order_their_math_reads_and_only_
     if "b" in copied:
         assert b2.stride(1 if precision == "ieee" else 0) == 1
     if "a" in copied:
-        assert a2.stride(1) == 1
+        assert a2.stride(0 if precision == "ieee" else 1) == 1
 
 
 scores = needs.load_for_interpreter("solutions/attn_scores/triton_gqa.py", "copy_scores")
@@ -161,8 +162,55 @@ def test_scores_fp32_keys_copied_contiguous_only_when_reused(interpreter_patches
 @needs.triton_cpu
 @pytest.mark.parametrize(("nb", "R", "C"), [(1, 1, 70), (3, 65, 33), (2, 100, 1)])
 @pytest.mark.parametrize("unit_axis", [0, 1])
-def test_bmm_relayout_copies_every_matrix_into_the_asked_order(nb, R, C, unit_axis):
+def test_bmm_relayout_copies_every_matrix_into_the_asked_order(interpreter_patches, nb, R, C, unit_axis):
     """bmm's operand copy (a tiled Triton transpose): same values, the asked unit stride, from any strides."""
     src = torch.randn(nb, C, R).transpose(1, 2)[:, ::1, :]      # a batch of transposed views
     out = bmm._relayout(src, unit_axis)
     assert torch.equal(out, src) and out.stride(1 + unit_axis) == 1
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize(("M", "N", "swapped"), [(100, 300, True), (1, 256, True), (256, 300, False),
+                                                 (100, 255, False)])
+def test_layouts_fp32_decode_nt_runs_as_the_transposed_product(interpreter_patches, monkeypatch, M, N, swapped):
+    """True fp32 x @ W^T with few rows runs as C^T = W @ x^T (x^T copied, C written through its transposed view):
+    the same values as float64 math allows, at every shape the rule takes or leaves."""
+    seen = []
+    kernel = lay._gemm_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **meta):
+                seen.append(args[10:12])                      # the strides the kernel writes C with
+                return kernel[grid](*args, **meta)
+            return launch
+    monkeypatch.setattr(lay, "_gemm_kernel", Spy())
+    g = torch.Generator().manual_seed(M + N)
+    x, w = torch.randn(M, 40, generator=g), torch.randn(N, 40, generator=g)
+    out = lay.solve(x, w.t())
+    assert (seen[0] == (1, N)) == swapped, seen
+    want = x.double() @ w.double().t()
+    assert out.shape == (M, N) and out.is_contiguous()
+    assert float((out.double() - want).abs().max()) <= 1e-5 * float(want.abs().max())
+
+
+@needs.triton_cpu
+@pytest.mark.parametrize(("N", "copied"), [(256, True), (255, False)])
+def test_bmm_fp32_reads_a_column_major_where_reused(interpreter_patches, monkeypatch, N, copied):
+    """True fp32 bmm copies a row-major A column-major (its FMA tiles' fastest order) once N >= COPY_MIN_REUSE."""
+    seen = []
+    kernel = bmm._bmm_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **meta):
+                seen.append(args[7:9])                        # A's row and column strides as the kernel reads A
+                return kernel[grid](*args, **meta)
+            return launch
+    monkeypatch.setattr(bmm, "_bmm_kernel", Spy())
+    g = torch.Generator().manual_seed(N)
+    a, b = torch.randn(2, 40, 24, generator=g), torch.randn(2, 24, N, generator=g)
+    out = bmm.solve(a, b)
+    assert (seen[0] == (1, 40)) == copied, seen
+    want = a.double() @ b.double()
+    assert float((out.double() - want).abs().max()) <= 1e-5 * float(want.abs().max())

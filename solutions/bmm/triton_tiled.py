@@ -300,6 +300,12 @@ def _relayout(t, unit_axis):
     return out if t.dim() == 3 else out[0]
 
 
+def _copy_a(N, input_precision):
+    """Whether a row-major A is first copied column-major: true fp32 (FMA tiles read A fastest M-major, as
+    gemm_layouts' TN does), each element then used by at least COPY_MIN_REUSE columns."""
+    return input_precision == "ieee" and N >= COPY_MIN_REUSE
+
+
 def _copy_b(M, input_precision):
     """Whether a row-major B is first copied K-major: TF32, each element then used by at least COPY_MIN_REUSE rows."""
     return input_precision == "tf32" and M >= COPY_MIN_REUSE
@@ -328,6 +334,8 @@ def solve(a, b):
     if _copy_b(M, input_precision) and b.stride(2) == 1 and b.stride(1) != 1 and K > 1:
         # TF32 tensor cores take B K-major: one copy of B into that order, each element then used by M rows.
         b = _relayout(b, 0)
+    if _copy_a(N, input_precision) and a.stride(2) == 1 and a.stride(1) != 1 and M > 1 and K > 1:
+        a = _relayout(a, 0)
     if input_precision != "ieee":
         with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():  # Triton's current device
             if _persistent(a, b, c, _sm_count(a.device), input_precision):
