@@ -1,7 +1,7 @@
 """Triton batched GEMM: C[b] = A[b] @ B[b], fp32 accumulator; a persistent TMA kernel where the batch reads as flat
 row-major matrices, a tiled kernel everywhere else.
 
-The persistent path (`_bmm_tma_kernel`, 16-bit data): gemm/triton_persistent's kernel over the whole batch. One
+The persistent path (`_bmm_tma_kernel`, 16-bit and TF32 data): gemm/triton_persistent's kernel over the whole batch. One
 program per SM walks the tiles of all B matrices batch-major (so the programs running at once share a few matrices'
 A and B panels in L2, grouped order within a matrix), the flattened (tile, K step) loop pipelined so the next tile's
 loads are in flight during this tile's epilogue, and C leaves through TMA stores. The descriptors see the batch
@@ -13,7 +13,7 @@ share each SM (128x128 tiles, 4 warps, 3 stages), so that one's store overlaps t
 card's shared memory holds both (`_tma_config`). The measurements behind this, against the tiled kernel and one
 program an SM, are in docs/benchmarks.md (scripts/sweep_tiled.py).
 
-The tiled path (`_bmm_kernel`: fp32, unaligned or odd shapes, M below 64) is solutions/gemm/triton_tiled.py's
+The tiled path (`_bmm_kernel`: true fp32, unaligned or odd shapes, M below 64) is solutions/gemm/triton_tiled.py's
 per-tile kernel (grouped program order, wrapped M/N tails so loads need no mask, masked K tail only when K is not a
 multiple of BLOCK_K, strides passed rather than assumed, no autotuning); what is specific to the batch:
 
@@ -27,7 +27,11 @@ multiple of BLOCK_K, strides passed rather than assumed, no autotuning); what is
   that are not; 64x128x32 with 4 warps for true fp32 FMA; clamped to small M/N/K), except that the SM count is
   compared with the tiles of all B matrices before halving tiles.
 - tf32: TF32 tensor cores take B K-major, so B is copied into that order first where each element is then used
-  by at least COPY_MIN_REUSE rows (one read and write of B, small next to the GEMM; a legal copy, timed).
+  by at least COPY_MIN_REUSE rows (one read and write of B, small next to the GEMM; a legal copy, timed), and then
+  runs on the persistent path (B's boxes read K-major along N, so a BLOCK_N must divide N; K steps of 32). True
+  fp32: FMA tiles read A fastest M-major, so a row-major A is copied column-major where each element is then used
+  by COPY_MIN_REUSE columns (`_copy_a`). Both copies are a tiled Triton transpose (`_relayout`), which coalesces
+  both sides where torch's strided .contiguous() does not.
 - "Aligned" also requires the batch strides to be multiples of 16 elements: Triton only knows a matrix's base is
   16-byte aligned (and can use 16-byte cp.async) when b * stride_b is provably a multiple of 16.
 """

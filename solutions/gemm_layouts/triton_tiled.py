@@ -1,12 +1,15 @@
 """Triton GEMM over strided operands: C = op(A) @ op(B) for the NN / NT / TN views of gemm_layouts; a persistent TMA
-kernel for 16-bit data with more than PERSISTENT_MIN_M rows, a tiled kernel everywhere else.
+kernel for 16-bit and TF32 data with more than PERSISTENT_MIN_M rows, a tiled kernel everywhere else.
 
 The persistent path (`_gemm_tma_kernel`) is gemm/triton_persistent's kernel (one program per SM walking tiles of C,
 the flattened (tile, K step) loop pipelined across tiles, TMA loads and a split TMA store, 128x256x64 on 8 warps)
 with one addition: TMA reads boxes of a row-major matrix, so a view whose unit stride is on its first axis (NT's B =
 W.t(), TN's A = X.t()) is read as the matrix it is a view of, its box loaded as stored and transposed in shared
 memory (A_T / B_T), which wgmma takes MN-major for 16-bit data. No copy. It needs 16-byte aligned bases and row
-strides; other views take the tiled path. Decode (M up to PERSISTENT_MIN_M) stays tiled: one row of tiles, no
+strides; other views take the tiled path. TF32 runs on it too, with K steps of 32 (128 bytes, as 64 are for 16-bit
+data), but wgmma takes 32-bit operands K-major only: A row-major and B the .t() of an (N, K) matrix, which is what
+the operand copies below make of reused operands (letting Triton transpose MN-major TF32 tiles itself instead ran
+at a quarter to a half of the speed). Decode (M up to PERSISTENT_MIN_M) stays tiled: one row of tiles, no
 epilogue to overlap. Measured against the tiled kernel: docs/benchmarks.md (scripts/sweep_tiled.py).
 
 The tiled path (`_gemm_kernel`) is solutions/gemm/triton_tiled.py's kernel (one program per (BLOCK_M, BLOCK_N) tile
@@ -28,11 +31,14 @@ BLOCK_K); what is specific to transposed views:
 - Offsets are int32 unless some operand spans 2**31 elements or more (its largest offset, from the strides).
 
 - fp32 operands are copied into the order their math reads fastest where the copy is small next to the GEMM
-  (`_operand_order`): N-major B for true fp32 FMA tiles, K-major A and B for TF32 tensor cores.
+  (`_operand_order`): M-major A and N-major B for true fp32 FMA tiles, K-major A and B for TF32 tensor cores. The
+  copy is a tiled Triton transpose (`_relayout`): torch's .contiguous() of a transposed view does not coalesce
+  both sides and cost TF32's NN layout about a fifth of its time. True fp32 NT with few rows (decode) runs as
+  C^T = W @ x^T (`_swap_operands`), so that the operand worth copying is the small x.
 
 Tiled-path tiles (reasoned, not tuned): 128x256x64, 8 warps, 3 stages for 16-bit aligned operands; halved
 (N first, then M, down to 64x64) when there are fewer tiles than SMs; 64x128x32 with 4 warps for true fp32
-(input_precision="ieee", FMA), 128x128x32 for TF32.
+(input_precision="ieee", FMA), 128x128x32 for TF32 (decode TF32: no better tile in a sweep, docs/benchmarks.md).
 """
 import contextlib
 import functools
@@ -273,7 +279,8 @@ def _operand_order(a, b, input_precision):
     memory): NN's and NT's A, and NT's W^T, are copied into those orders (TN's A already is M-major). TF32 tensor cores take both operands K-major: NN's and
     TN's B, and TN's A, are copied into that order. 16-bit data never is (the persistent path or wgmma read any of
     them as they lie). A legal copy, timed with the rest of the call (the problem's own note says so). At 128 rows
-    the copy of a 4096x14336 W cost what it saved; the judged figures are in docs/benchmarks.md."""
+    the copy of a 4096x14336 W cost what it saved (`_swap_operands` takes that case); the judged figures are in
+    docs/benchmarks.md."""
     M, K = a.shape
     N = b.shape[1]
     if input_precision == "ieee":
