@@ -323,7 +323,8 @@ def sweep_fp8(fh, quick, only=None, pattern=None):
               (64, 256, 4, 3, 1, True), (128, 64, 4, 4, 2, False), (64, 128, 4, 3, 2, True),
               (64, 128, 4, 2, 3, False), (64, 128, 4, 4, 2, False), (64, 128, 4, 3, 1, False),
               (64, 128, 4, 5, 1, False), (64, 64, 4, 4, 3, False)]:
-        variants["tma%dx%dw%ds%d_x%d_split%d" % c] = dict(config=c, cname="_tma_config", kernel="_fp8_block_gemm_tma_kernel")
+        variants["tma%dx%dw%ds%d_x%d_split%d" % c] = dict(config=c, cname="_tma_config",
+                                                          kernel="_fp8_block_gemm_tma_kernel")
     variants["tiled"] = dict(config=False, cname="_tma_config")
     for c in cfgs:
         variants["cfg%dx%dw%ds%d" % c] = dict(config=(*c, 1), tiled=True)

@@ -125,8 +125,8 @@ def sweep(fh, name, dtype, shapes_only=None, tf32=False):
                         variant(mod, [], False, config_name="_persistent") if tiled_only else contextlib.nullcontext():
                     err = rel_err(mod.solve(*inputs), want)
                     t = bench(lambda: mod.solve(*inputs))
-                row = dict(problem=name, dtype="tf32" if tf32 else str(dtype)[6:], shape=shape, variant=vname, err=err, ms=t,
-                           base_ms=t_base, vs_base=t_base / t)
+                row = dict(problem=name, dtype="tf32" if tf32 else str(dtype)[6:], shape=shape, variant=vname,
+                           err=err, ms=t, base_ms=t_base, vs_base=t_base / t)
             except Exception as exc:          # a config that does not compile is a data point, not a stop
                 row = dict(problem=name, dtype=str(dtype)[6:], shape=shape, variant=vname,
                            error=f"{type(exc).__name__}: {str(exc)[:300]}")
