@@ -62,7 +62,7 @@ def variants_for(name, dtype, tf32=False):
     """{variant: dict(config=..., **kernel meta overrides)}: config replaces the solution's _config result."""
     out = {"default": {}}
     if name in ("bmm", "layouts") and tf32:                             # the persistent path, then the tiled one
-        for c in (TMA_TF32 if name == "layouts" else [(*c, 1) for c in TMA_TF32] + [(128, 128, 32, 4, 3, True, 2)]):
+        for c in (TMA_TF32 if name == "layouts" else [(*c, 1) for c in TMA_TF32] + [(128, 128, 32, 8, 2, True, 2)]):
             out["tma_%dx%dx%d_w%d_s%d_split%d" % c[:6] + ("_x%d" % c[6] if len(c) > 6 else "")] = \
                 dict(config=c, config_name="_tma_config")
         out["tiled"] = dict(config=False, config_name="_persistent")
