@@ -274,13 +274,13 @@ def _relayout(t, unit_axis):
 
 def _operand_order(a, b, input_precision):
     """fp32 operands copied into the order their math reads fastest, where each copied element is then used at least
-    COPY_MIN_REUSE times (so the copy, one read and one write, is small next to the GEMM). True fp32 (FMA tiles) reads
-    A fastest M-major and B N-major (each thread's outer product reads a column of A and a row of B from shared
-    memory): NN's and NT's A, and NT's W^T, are copied into those orders (TN's A already is M-major). TF32 tensor
-    cores take both operands K-major: NN's and TN's B, and TN's A, are copied into that order. 16-bit data never is (the persistent path or wgmma read any of
-    them as they lie). A legal copy, timed with the rest of the call (the problem's own note says so). At 128 rows
-    the copy of a 4096x14336 W cost what it saved (`_swap_operands` takes that case); the judged figures are in
-    docs/benchmarks.md."""
+    COPY_MIN_REUSE times (so the copy, one read and one write, is small next to the GEMM). True fp32 (FMA tiles)
+    reads A fastest M-major and B N-major (each thread's outer product reads a column of A and a row of B from
+    shared memory): NN's and NT's A, and NT's W^T, are copied into those orders (TN's A already is M-major). TF32
+    tensor cores take both operands K-major: NN's and TN's B, and TN's A, are copied into that order. 16-bit data
+    never is (the persistent path or wgmma read any of them as they lie). A legal copy, timed with the rest of the
+    call (the problem's own note says so). At 128 rows the copy of a 4096x14336 W cost what it saved
+    (`_swap_operands` takes that case); the judged figures are in docs/benchmarks.md."""
     M, K = a.shape
     N = b.shape[1]
     if input_precision == "ieee":
