@@ -32,6 +32,8 @@ def main(argv=None) -> None:
         sys.exit(f"--dtype {args.dtype!r} is not one of {args.problem}'s dtypes {sorted(spec['dtypes'])}")
     shape = {d: spec["benchmark"][args.shape][d] for d in spec["dims"]}
     dtype = getattr(torch, spec["dtypes"][args.dtype]["torch"])
+    # What the judge sets for each dtype: "high" lets TF32 in (the tf32 entries), "highest" is true fp32.
+    torch.set_float32_matmul_precision("high" if spec["dtypes"][args.dtype].get("tf32") else "highest")
     ref = load(f"problems/{args.problem}/reference.py")
     sol = load(f"solutions/{args.problem}/{args.solution}.py")
     inputs = ref.make_inputs(shape, dtype, 1234, "cuda")

@@ -19,7 +19,12 @@ Why it looks the way it does:
 - Rows past G*Sq are wrapped (% M) for the loads and dropped by the masked store. Head/batch offsets are int64.
 - fp32 inputs under torch's "highest" precision use input_precision="ieee" (no TF32): FMA on CUDA cores, a
   64-row tile, BLOCK_K = 32 and 4 warps: the best of five in a sweep on an H200 (scripts/sweep_tiled.py; figures in
-  docs/benchmarks.md), 1.1-1.2x the 64x16 step on 8 warps of before at the prefill shapes.
+  docs/benchmarks.md), 1.1-1.2x the 64x16 step on 8 warps of before at the prefill shapes. Where it stays short
+  of cuBLAS's SGEMM (the GQA prefill shapes, ~0.86x): both are compute-bound (Nsight Compute, docs/benchmarks.md:
+  11-14% of DRAM bandwidth); cuBLAS's 128x128x8 kernel keeps its SMs 91% busy at 2.1 cycles an issued instruction,
+  this one 75% at 3.7 (168 registers, 4 warps). FMA tiles read A (P) fastest M-major and P arrives
+  keys-contiguous, but a copy of P would move 4 GB more at the 4k shape (over 1 ms at the card's bandwidth, next
+  to a product of 3-4 ms), where gemm_layouts' copied A is small beside its GEMM: not tried.
 - Sq is never specialized (do_not_specialize): when Sq is a multiple of 16, Triton 3.6's alignment analysis
   carries the 16-divisibility of `rw % Sq` through `pos * stride` even where the row stride is odd, vectorizes
   the row accesses and faults with "misaligned address" (seen on an H100: B=1, Hkv=2, G=8, Sq=48, Sk=8897,

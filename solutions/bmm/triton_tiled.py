@@ -31,7 +31,10 @@ multiple of BLOCK_K, strides passed rather than assumed, no autotuning); what is
   runs on the persistent path (B's boxes read K-major along N, so a BLOCK_N must divide N; K steps of 32). True
   fp32: FMA tiles read A fastest M-major, so a row-major A is copied column-major where each element is then used
   by COPY_MIN_REUSE columns (`_copy_a`). Both copies are a tiled Triton transpose (`_relayout`), which coalesces
-  both sides where torch's strided .contiguous() does not.
+  both sides where torch's strided .contiguous() does not. Where TF32 stays short of cuBLAS (0.82x at 64 x
+  2048x2048x128): the product writes 1 GB of fp32 C and both kernels are bound by it (Nsight Compute,
+  docs/benchmarks.md: cuBLAS 498 us at 49% of DRAM bandwidth, this kernel 525 us at 47% plus 33 us to copy B);
+  two programs an SM, which helped the 16-bit case, ran slower here (only 2 stages fit twice).
 - "Aligned" also requires the batch strides to be multiples of 16 elements: Triton only knows a matrix's base is
   16-byte aligned (and can use 16-byte cp.async) when b * stride_b is provably a multiple of 16.
 """
