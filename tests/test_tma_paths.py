@@ -5,7 +5,9 @@ here shapes are chosen that do, the path is checked to have been taken, and the 
 card is made small (one SM) as well as H100-sized, so that both the large tile with its split store and the halved
 tiles run. A batch read from its neighbour's rows, a transposed view read as stored, a K tile dropped or a bias
 column shifted moves outputs by whole multiples of their size; the budget is bf16's rounding plus fp32
-accumulation. The last test holds gemm_layouts' fp32 operand copies to their rule (which operand, and when)."""
+accumulation. TF32 takes the paths too once its operands are K-major. The tests after the GELU one hold the fp32
+operand copies to their rules (which operand, when, into which order: gemm_layouts, bmm, attn_scores' K), the
+Triton transpose that makes them, and gemm_layouts' decode NT run as the transposed product."""
 from __future__ import annotations
 
 import pytest
