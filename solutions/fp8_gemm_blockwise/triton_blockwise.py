@@ -267,8 +267,7 @@ def _persistent(xq, w_fp8, xs, w_scale, out, n_sm):
     _fp8_block_gemm_tma_kernel[(programs,)](
         a_desc, b_desc, c_desc, xs, w_scale, M, N, KB, w_scale.stride(0), w_scale.stride(1), BLOCK_M=bm,
         BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, NUM_PROGRAMS=programs, EPI_SPLIT=split, SB_SCALAR=BLOCK % bn == 0,
-        num_warps=num_warps,
-        num_stages=num_stages)
+        num_warps=num_warps, num_stages=num_stages)
     return True
 
 
@@ -300,8 +299,7 @@ def _run(x, w_fp8, w_scale):
         xq, w_fp8, xs, w_scale, dst, M, N, K, KB, kb_per_split, xq.stride(0), w_fp8.stride(0), w_scale.stride(0),
         w_scale.stride(1), dst.stride(0) if splits > 1 else 0, out.stride(0), out.stride(1), BLOCK_M=bm,
         BLOCK_N=bn, BLOCK_K=BLOCK, GROUP_M=8, EVEN_K=(K % BLOCK == 0), INT64=int64, SB_SCALAR=BLOCK % bn == 0,
-        num_warps=num_warps,
-        num_stages=num_stages)
+        num_warps=num_warps, num_stages=num_stages)
     if splits > 1:
         assert dst.numel() < 2**31, f"{splits} splits of {M}x{N}: a split-K workspace past int32 offsets"
         _split_sum_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](dst, out, M * N, splits, dst.stride(0),
