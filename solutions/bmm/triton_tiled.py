@@ -264,11 +264,11 @@ def _persistent(a, b, c, n_sm, input_precision=None):
     N = b.shape[2]
     es = a.element_size()
     b_t = input_precision == "tf32"
-    bm_ = b.transpose(1, 2) if b_t else b            # B as stored: (NB, N, K) K-major, or (NB, K, N)
+    bs = b.transpose(1, 2) if b_t else b            # B as stored: (NB, N, K) K-major, or (NB, K, N)
     rows_b = N if b_t else K
-    flat = (a.stride(2) == 1 and bm_.stride(2) == 1 and a.stride(0) == M * a.stride(1)
-            and bm_.stride(0) == rows_b * bm_.stride(1) and a.stride(1) >= K and bm_.stride(1) >= bm_.shape[2]
-            and (a.stride(1) * es) % 16 == 0 and (bm_.stride(1) * es) % 16 == 0 and (N * es) % 16 == 0
+    flat = (a.stride(2) == 1 and bs.stride(2) == 1 and a.stride(0) == M * a.stride(1)
+            and bs.stride(0) == rows_b * bs.stride(1) and a.stride(1) >= K and bs.stride(1) >= bs.shape[2]
+            and (a.stride(1) * es) % 16 == 0 and (bs.stride(1) * es) % 16 == 0 and (N * es) % 16 == 0
             and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0 and max(nb * M, nb * rows_b) < 2**31)
     cfg = _tma_config(nb, M, N, K, n_sm, _smem(a.device), es, b_t) if flat and M >= PERSISTENT_MIN_M else None
     if cfg is None:
@@ -278,7 +278,7 @@ def _persistent(a, b, c, n_sm, input_precision=None):
         return False
     a_desc = TensorDescriptor(a, [nb * M, K], [a.stride(1), 1], [bm, bk])
     if b_t:
-        b_desc = TensorDescriptor(bm_, [nb * N, K], [bm_.stride(1), 1], [bn, bk])
+        b_desc = TensorDescriptor(bs, [nb * N, K], [bs.stride(1), 1], [bn, bk])
     else:
         b_desc = TensorDescriptor(b, [nb * K, N], [b.stride(1), 1], [bk, bn])
     c_desc = TensorDescriptor(c, [nb * M, N], [N, 1], [bm, bn // 2 if split else bn])
