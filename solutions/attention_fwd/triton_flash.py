@@ -10,6 +10,11 @@ Why it looks the way it does:
 - Online softmax in base 2: scores = q.k * (scale * log2 e) in fp32, running max m and sum l per row, acc rescaled
   by exp2(m_old - m_new). The probabilities are rounded to the input dtype only as the operand of the P V tensor-core
   product (as FlashAttention does); l is summed from the fp32 values. O = acc / l at the end, one rounding.
+  The scale is applied inside the exponent, p = exp2(q.k * c - m), one fused multiply-add an element, and the row
+  max is taken of the raw q.k and scaled once (c > 0, so it is the same max): scaling the whole tile first costs a
+  multiply an element more, which the softmax warps feel most at D = 64 (the largest share of non-MMA work).
+- The rescale of acc is done at every block: rescaling only when a row's max grows by more than 2**8 (exact, since
+  acc, l and m stay consistent) puts a branch in the loop, and Triton 3.6 then no longer overlaps the loop's MMAs.
 - Bottom-right causal: row at position s sees keys j <= s + Sk - Sq. Each tile splits its key range in two loops:
   blocks every row of the tile fully sees (no mask work at all), then the few blocks on the diagonal and the Sk tail,
   masked. Blocks past the last visible key of the tile are never loaded. Tiles are issued last-rows-first (the
@@ -28,28 +33,16 @@ Why it looks the way it does:
   and dropped at the store; key blocks past Sk are masked (other=0: never out of bounds, never NaN into the P V
   product). Batch/head offsets are int64. No autotuning.
 
-Measured, NVIDIA H100 80GB HBM3, torch 2.11 / triton 3.6, bf16, ratio = SDPA's best backend's time / this kernel's.
-The config sweep (scripts/sweep_configs.py --only attention, do_bench, same inputs) chose the tiles above; the
-Gauntlet columns are two separate runs (before and after), each ratio against SDPA in its own run (CIs +-0.7%):
-| shape (B, Hkv, G, Sq, Sk, D, causal) | first configs, Gauntlet | sweep: first configs | sweep: chosen | chosen, Gauntlet |
-|---|---|---|---|---|
-| 1, 8, 4, 4096, 4096, 128, causal | 0.867 | 0.850 | 0.850 (D = 128 unchanged) | 0.864 [0.858, 0.870] |
-| 1, 8, 4, 512, 4096, 128, causal | 1.652 | 1.573 | 1.601 (no split either way: noise) | 1.654 |
-| 16, 8, 4, 1, 4096, 128 (decode) | 0.913 | 0.928 | 0.943 (one split per SM) | 0.947 |
-| 1, 8, 4, 1, 8192, 128 (decode) | 0.616 | 0.637 | 0.806 (one split per SM) | 0.785 |
-| 2, 10, 1, 4096, 4096, 64 | 0.759 | 0.738 | 0.886 (64x64, 4 warps) | 0.899 |
-| 8, 12, 1, 1024, 1024, 64, causal | 0.676 | 0.653 | 0.915 (64x64, 4 warps) | 0.946 |
-| 32, 12, 1, 512, 512, 64 | 0.614 | 0.610 | 0.862 (64x64, 4 warps) | 0.864 |
-| geomean | 0.822 | 0.812 | 0.955 (estimated from the per-variant rows) | **0.965** |
+How the tiles and splits were chosen: config sweeps (scripts/sweep_configs.py --only attention, do_bench against
+SDPA on the same inputs), then Gauntlet's judgements; the figures are in docs/benchmarks.md ("Figures moved from
+docstrings", attention_fwd/triton_flash, and the dated entries after it). What they showed:
 - D = 64 with 128x128 tiles and 8 warps was the main loss: 64x64 with 4 warps runs 1.2x-1.4x faster there (more
-  programs resident per SM, and the 64-wide S tile is one wgmma per warpgroup). 128x64 with 8 warps was close at
-  4096x4096 (0.894) and worse at short sequences. At D = 128, 128x64 with 8 warps stayed best (64x64: 0.854,
-  128x128 2 stages: 0.767, 4 warps: 0.64-0.65).
-- Decode: 2 splits per SM made programs too short to amortise their set-up and the merge; one per SM read 0.81x
-  where 2 read 0.64x at a single 8k sequence, and 4 read 0.44x. The floor there is 11 us (K and V, 33.5 MB, at
-  3.0 TB/s); SDPA takes 26 us, this kernel ~32 us.
-- What is left at D = 128 prefill (0.85x) is cuDNN's FlashAttention-3-style kernel (warp-specialised producer and
-  consumer warpgroups, ping-pong softmax); Triton 3.6's warp specialisation is Blackwell-only.
+  programs resident per SM, and the 64-wide S tile is one wgmma per warpgroup); 128x64 with 8 warps was close at
+  4096x4096 and worse at short sequences. At D = 128, 128x64 with 8 warps stayed best (64x64, 128x128 with 2
+  stages and 4 warps all slower).
+- Decode: one split per SM; 2 or 4 made programs too short to amortise their set-up and the merge.
+- What is left at D = 128 prefill is cuDNN's FlashAttention-3-style kernel (warp-specialised producer and consumer
+  warpgroups, ping-pong softmax); Triton 3.6's warp specialisation is Blackwell-only.
 - Where it stands against its floors (Nsight Compute on an H200, scripts/profile_case.py; figures and the command
   in docs/benchmarks.md, 2026-11-29):
   - Decode, one 8k sequence: the attention kernel reads K and V once (33.6 MB, the same bytes as cuDNN's kernel)
@@ -118,9 +111,9 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr,
     for start in range(kv_lo, mask_lo, BLOCK_N):
         kk = start + offs_n
         k = tl.load(k_base + kk[:, None] * sks + d[None, :] * skd)
-        s = tl.dot(q, tl.trans(k)) * qk_scale
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp2(s - m_new[:, None])
+        s = tl.dot(q, tl.trans(k))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_base + kk[:, None] * svk + d[None, :] * svd)
@@ -132,12 +125,12 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr,
         kk = start + offs_n
         live = kk < kv_hi
         k = tl.load(k_base + kk[:, None] * sks + d[None, :] * skd, mask=live[:, None], other=0.0)
-        s = tl.where(live[None, :], tl.dot(q, tl.trans(k)) * qk_scale, float("-inf"))
+        s = tl.where(live[None, :], tl.dot(q, tl.trans(k)), float("-inf"))
         if CAUSAL:
             s = tl.where(kk[None, :] <= last_key[:, None], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
         m_use = tl.where(m_new == float("-inf"), 0.0, m_new)   # a row that has seen no key yet: p = 0, not NaN
-        p = tl.exp2(s - m_use[:, None])
+        p = tl.exp2(s * qk_scale - m_use[:, None])
         alpha = tl.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_base + kk[:, None] * svk + d[None, :] * svd, mask=live[:, None], other=0.0)
