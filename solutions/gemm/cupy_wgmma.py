@@ -136,6 +136,12 @@ __device__ __forceinline__ void tma_2d(u32 dst, u64 map, u32 bar, int c0, int c1
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
                  :: "r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1) : "memory");
 }
+// The tile's origin: tiles ordered in groups of 8 tile rows, so CTAs resident together share A and B panels in L2.
+__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int bn, int& m0, int& n0) {
+    const int group = 8 * tiles_n, first_m = (tile / group) * 8, rows = min(tiles_m - first_m, 8);
+    m0 = (first_m + (tile % group) % rows) * 128;
+    n0 = ((tile % group) / rows) * bn;
+}
 // A shared-memory matrix descriptor, 128-byte swizzle: start, leading and stride byte offsets in 16-byte units.
 __device__ __forceinline__ u64 sdesc(u32 addr, u32 lbo, u32 sbo) {
     return (u64)((addr >> 4) & 0x3FFF) | ((u64)((lbo >> 4) & 0x3FFF) << 16) | ((u64)((sbo >> 4) & 0x3FFF) << 32)
@@ -160,11 +166,7 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
     const u64 map_a = (u64)&tmap_a, map_b = (u64)&tmap_b;
     const int tid = threadIdx.x, wg = tid / 128;
 
-    const int pid = blockIdx.x, group = 8 * tiles_n, first_m = (pid / group) * 8;
-    const int rows = min(tiles_m - first_m, 8);
-    const int tm = first_m + (pid % group) % rows, tn = (pid % group) / rows;
-    const int m0 = tm * 128, n0 = tn * BN;
-    const int KT = (K + 63) / 64;
+    const int KT = (K + 63) / 64, n_tiles = tiles_m * tiles_n;
     const int kt0 = blockIdx.y * kt_per_split, kt1 = min(KT, kt0 + kt_per_split), nk = kt1 - kt0;
 
     if (tid == 0) {
@@ -173,60 +175,78 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
     }
     __syncthreads();
 
+    // Tiles blockIdx.x, blockIdx.x + gridDim.x, ...; `it` counts stage uses across them, so the ring of stages
+    // (and each barrier's phase) runs on from one tile to the next and the producer fills the next tile's stages
+    // while the consumers store this one.
     if (wg == 0) {
         if (tid == 0) {
             asm volatile("prefetch.tensormap [%0];" :: "l"(map_a) : "memory");
             asm volatile("prefetch.tensormap [%0];" :: "l"(map_b) : "memory");
-            for (int i = 0; i < nk; ++i) {
-                const int s = i % STAGES, kt = kt0 + i;
-                if (i >= STAGES) mbar_wait(smem_u32(&empty[s]), ((i / STAGES) - 1) & 1);
-                const u32 bar = smem_u32(&full[s]);
-                mbar_expect_tx(bar, STAGE_BYTES);
-                const u32 sa = smem_u32(smem + s * STAGE_BYTES), sb = sa + A_BYTES;
-                tma_2d(sa, map_a, bar, kt * 64, m0);
-                #pragma unroll
-                for (int j = 0; j < BN / 64; ++j) tma_2d(sb + j * (64 * 64 * 2), map_b, bar, n0 + 64 * j, kt * 64);
+            int it = 0;
+            for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+                int m0, n0;
+                tile_origin(tile, tiles_m, tiles_n, BN, m0, n0);
+                for (int i = 0; i < nk; ++i, ++it) {
+                    const int s = it % STAGES, kt = kt0 + i;
+                    if (it >= STAGES) mbar_wait(smem_u32(&empty[s]), ((it / STAGES) - 1) & 1);
+                    const u32 bar = smem_u32(&full[s]);
+                    mbar_expect_tx(bar, STAGE_BYTES);
+                    const u32 sa = smem_u32(smem + s * STAGE_BYTES), sb = sa + A_BYTES;
+                    tma_2d(sa, map_a, bar, kt * 64, m0);
+                    #pragma unroll
+                    for (int j = 0; j < BN / 64; ++j)
+                        tma_2d(sb + j * (64 * 64 * 2), map_b, bar, n0 + 64 * j, kt * 64);
+                }
             }
         }
         return;
     }
 
     const int cw = wg - 1;                     // this consumer's 64 rows of the tile
-    float d[BN / 2];
-    #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
-    for (int i = 0; i < nk; ++i) {
-        const int s = i % STAGES;
-        mbar_wait(smem_u32(&full[s]), (i / STAGES) & 1);
-        const u32 sa = smem_u32(smem + s * STAGE_BYTES) + cw * (64 * 128), sb = smem_u32(smem + s * STAGE_BYTES) + A_BYTES;
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    const int t = tid & 127;
+    int it = 0;
+    for (int tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        int m0, n0;
+        tile_origin(tile, tiles_m, tiles_n, BN, m0, n0);
+        float d[BN / 2];
         #pragma unroll
-        for (int k = 0; k < 4; ++k)
-            wgmma_n@BN@(d, sdesc(sa + 32 * k, 16, 1024), sdesc(sb + 2048 * k, 64 * 64 * 2, 1024), 1);
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        if (i > 0 && (tid & 127) == 0) mbar_arrive(smem_u32(&empty[(i - 1) % STAGES]));
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-
-    const int t = tid & 127, row = m0 + cw * 64 + (t / 32) * 16 + (t & 31) / 4, colb = n0 + 2 * (t & 3);
-    if (ws == nullptr) {
-        #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            const int col = colb + 8 * j;
-            if (col < N) {
-                if (row < M) *(u32*)(C + (size_t)row * N + col) = pack2(d[4 * j], d[4 * j + 1]);
-                if (row + 8 < M) *(u32*)(C + (size_t)(row + 8) * N + col) = pack2(d[4 * j + 2], d[4 * j + 3]);
-            }
+        for (int i = 0; i < BN / 2; ++i) d[i] = 0.f;
+        for (int i = 0; i < nk; ++i, ++it) {
+            const int s = it % STAGES;
+            mbar_wait(smem_u32(&full[s]), (it / STAGES) & 1);
+            const u32 sa = smem_u32(smem + s * STAGE_BYTES) + cw * (64 * 128);
+            const u32 sb = smem_u32(smem + s * STAGE_BYTES) + A_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            #pragma unroll
+            for (int k = 0; k < 4; ++k)
+                wgmma_n@BN@(d, sdesc(sa + 32 * k, 16, 1024), sdesc(sb + 2048 * k, 64 * 64 * 2, 1024), 1);
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            if (i > 0 && t == 0) mbar_arrive(smem_u32(&empty[(it - 1) % STAGES]));
         }
-    } else {
-        float* part = ws + (size_t)blockIdx.y * M * N;
-        #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            const int col = colb + 8 * j;
-            if (col < N) {
-                if (row < M) *(float2*)(part + (size_t)row * N + col) = make_float2(d[4 * j], d[4 * j + 1]);
-                if (row + 8 < M) *(float2*)(part + (size_t)(row + 8) * N + col) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        if (nk > 0 && t == 0) mbar_arrive(smem_u32(&empty[(it - 1) % STAGES]));   // the tile's last stage
+
+        const int row = m0 + cw * 64 + (t / 32) * 16 + (t & 31) / 4, colb = n0 + 2 * (t & 3);
+        if (ws == nullptr) {
+            #pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = colb + 8 * j;
+                if (col < N) {
+                    if (row < M) *(u32*)(C + (size_t)row * N + col) = pack2(d[4 * j], d[4 * j + 1]);
+                    if (row + 8 < M) *(u32*)(C + (size_t)(row + 8) * N + col) = pack2(d[4 * j + 2], d[4 * j + 3]);
+                }
+            }
+        } else {
+            float* part = ws + (size_t)blockIdx.y * M * N;
+            #pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = colb + 8 * j;
+                if (col < N) {
+                    if (row < M) *(float2*)(part + (size_t)row * N + col) = make_float2(d[4 * j], d[4 * j + 1]);
+                    if (row + 8 < M)
+                        *(float2*)(part + (size_t)(row + 8) * N + col) = make_float2(d[4 * j + 2], d[4 * j + 3]);
+                }
             }
         }
     }
@@ -386,8 +406,10 @@ def _sms(dev: int) -> int:
 
 
 def plan(M: int, N: int, K: int, sms: int) -> tuple:
-    """(BN, K splits, k tiles per split) for the TMA path: BN = 256 where that gives at least two waves of tiles,
-    else 128; K split where the tiles alone leave more than half the SMs idle."""
+    """(BN, K splits, k tiles per split, CTAs) for the TMA path: BN = 256 where that gives at least two waves of
+    tiles, else 128; K split where the tiles alone leave more than half the SMs idle. Without a split the grid is
+    persistent: one CTA an SM walks the tiles, so the producer loads a tile's first stages while the consumers
+    still store the tile before (one CTA a tile waits out its pipeline's fill after every store)."""
     tiles_m = -(-M // _BM)
     kt = -(-K // _BK)
     bn = 256 if tiles_m * -(-N // 256) >= 2 * sms else 128
@@ -397,7 +419,7 @@ def plan(M: int, N: int, K: int, sms: int) -> tuple:
         splits = max(1, min(sms // tiles, kt // 8))
     per = -(-kt // splits)
     splits = -(-kt // per)
-    return bn, splits, per
+    return bn, splits, per, (tiles if splits > 1 else min(tiles, sms))
 
 
 def solve(a, b):
@@ -424,11 +446,11 @@ def solve(a, b):
                                 (np.uint64(a.data_ptr()), np.uint64(b.data_ptr()), np.uint64(c.data_ptr()),
                                  np.int32(M), np.int32(N), np.int32(K)))
             return c
-        bn, splits, per = plan(M, N, K, _sms(dev))
+        bn, splits, per, ctas = plan(M, N, K, _sms(dev))
         maps = _maps(a, b, bf16, M, N, K)
         tiles_m, tiles_n = -(-M // _BM), -(-N // bn)
         ws = torch.empty((splits, M, N), dtype=torch.float32, device=a.device) if splits > 1 else None
-        kernels[bn]((tiles_m * tiles_n, splits), (_THREADS,),
+        kernels[bn]((ctas, splits), (_THREADS,),
                     (*maps, np.uint64(c.data_ptr()),
                      np.uint64(ws.data_ptr() if ws is not None else 0), np.int32(M), np.int32(N), np.int32(K),
                      np.int32(tiles_m), np.int32(tiles_n), np.int32(per)),
