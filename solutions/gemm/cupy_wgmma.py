@@ -6,51 +6,39 @@ legacy mma.sync / wmma path cannot feed the tensor cores; only wgmma (asynchrono
 operands from shared memory) and TMA (bulk tensor copies that need no threads) reach cuBLAS's speed. Triton 3.6
 reaches this path too (gemm/triton_tiled, 0.96x); this file shows the same machinery by hand.
 
-Design (one CTA per 128 x BN output tile, BK = 64, BN = 256 for big grids, 128 for small ones):
+Design (128 x BN output tiles, BK = 64, BN = 256 for big grids, 128 for small ones):
 * 3 warpgroups (384 threads). Warpgroup 0 is the producer: one thread issues the TMA copies of each stage (A:
   one 128 x 64 box; B: BN/64 boxes of 64 x 64), with the stage's byte count announced on its "full" mbarrier.
   Warpgroups 1 and 2 are consumers: each owns 64 rows of the tile and runs 4 wgmma m64nBNk16 per stage on the
   shared-memory operands, keeping one stage's MMAs in flight (wait_group 1) before handing the stage before it back
   to the producer through its "empty" mbarrier. Accumulators stay in registers (BN/2 fp32 per thread).
+* Persistent: without a K split the grid is one CTA an SM, each walking the tiles blockIdx.x, + gridDim.x, ...; the
+  ring of stages and its barriers' phases run on across tiles, so the producer loads the next tile while the
+  consumers finish this one.
+* The epilogue goes through shared memory and a TMA store: each consumer writes its 64 rows of C into a staging
+  buffer in the 128-byte swizzle of C's tensor map (conflict-free), one thread issues the bulk store, and the
+  consumers go on to the next tile's MMAs while it drains; the buffer is reused only once its last store has read
+  it. Storing C from the registers straight to global memory (u32 stores, 16 bytes a row a warp instruction) kept
+  the tensor cores idle for the whole store, a large share of a tile at K = 2048.
 * Shared memory in the 128-byte swizzle both TMA writes and wgmma reads: A is K-major (rows of 64 K values = 128
   bytes), B is MN-major (B is K x N row-major in memory; rows of 64 N values, wgmma's transposed-B mode), so
-  neither operand is ever transposed or copied by a thread. 4 stages at BN = 256, 6 at BN = 128 (192 KB).
+  neither operand is ever transposed or copied by a thread. 3 stages at BN = 256 (144 KB) beside its 64 KB of C,
+  6 at BN = 128 (192 KB) beside 32 KB: both inside the 227 KB a CTA may have.
 * Tile order grouped by 8 tile rows so CTAs resident together share A and B panels in L2.
 * Decode-sized grids (fewer tiles than SMs): BN = 128 and, where that still leaves SMs idle, K split across CTAs
-  (fp32 partials, then a small reduction kernel of this file).
-* Edges: TMA zero-fills outside the matrix, so M, N and K tails need no masking in the main loop; the epilogue
-  stores only rows and columns inside C. TMA needs 16-byte aligned pointers and row strides (K and N multiples of
-  8 for 16-bit types): any other shape or alignment takes a plain tiled FFMA kernel (fp32 accumulate), correct for
-  every shape and never on a benchmark shape.
+  (one tile a CTA, fp32 partials stored directly, then a small reduction kernel of this file).
+* Edges: TMA zero-fills outside the matrix on loads and drops what lies outside C on stores, so M, N and K tails
+  need no masking. TMA needs 16-byte aligned pointers and row strides (K and N multiples of 8 for 16-bit types): any
+  other shape or alignment takes a plain tiled FFMA kernel (fp32 accumulate), correct for every shape and never on a
+  benchmark shape.
 * Tensor maps are encoded on the host (cuTensorMapEncodeTiled, through ctypes on the driver; a host function, no
   kernel of any library) and passed by value as __grid_constant__ kernel parameters (CuPy passes a one-element
   numpy array by value): no copy to the GPU and no host synchronisation inside a call.
 
-Floor (H100 SXM: dense bf16 peak ~989 TFLOP/s; cuBLAS measured ~790 TFLOP/s at 8192^3, ~3.0 TB/s HBM):
-    4096^3 0.139 ms, 8192^3 1.11 ms, 16384x7168x2048 0.486 ms, 4096x14336x4096 0.486 ms (compute-bound);
-    128x14336x4096 and 128x4096x14336: B alone is 117 MB -> 39 us at 3.0 TB/s (memory-bound).
-Prediction: ~0.8-0.9x cuBLAS on the large shapes (no persistence, no clusters, register-to-global epilogue), ~0.7-0.9x
-at decode.
-
-Measured (NVIDIA H100 80GB HBM3, 2026-11-26), values: right on the whole fuzzed domain, bf16 at the defaults
-(`gauntlet eval ... --dtype bfloat16`, seeds 21 and 31) and fp16 (seeds 22, 32); 11 shapes x 2 dtypes against an
-fp64 product (relative error 1.7e-3 bf16, 2.1e-4 fp16, TMA path, split-K and fallback alike). Speed, three ways,
-each against cuBLAS (torch.matmul) in the same process, 4096^3 / 8192^3 / 16384x7168x2048 / 4096x14336x4096 /
-128x14336x4096 / 128x4096x14336:
-- CUDA events around 20 back-to-back calls (warm L2, no hold): 0.857 / 0.830 / 0.882 / 0.853 / 0.916 / 0.934 and,
-  in a second run, 0.867 / 0.912 / 0.841 / 0.780 / 0.938 / 0.819 (672-722 TFLOP/s at 4096^3 and 8192^3);
-- Gauntlet's own timing loop (gauntlet.child.timing.Bench: flush, hold, profiler) in one plain process, outputs not
-  kept: 0.885 at 4096^3 and 0.961 at 128x14336x4096 (0.877 and 0.954 without the profiler);
-- `gauntlet eval` first read 0.302 / 0.742 / 0.537 / 0.534 / 0.175 / 0.106, every timed call "starved before" its
-  kernel. The cause was the harness's, not this kernel's (nor the kept outputs, which a bisection cleared): the
-  first kernel launch inside each call's profiler session carried the profiler's start-up cost (0.6 ms at the
-  median, 2.5 ms or more in one call of ten), and that launch was the hold's, so the hold could run out before the
-  call was launched and the GPU then waited for the whole launch. It hit calls of either side, in stretches of
-  seconds; CuPy's slower launch (0.2-0.3 ms) showed it most. The harness now launches and waits for a prime
-  kernel before the hold (gauntlet.gpu.prime);
-- `gauntlet eval` since (same day, H100, `--dtype bfloat16 --seed 41`, the defaults): **0.884 / 0.936 / 0.847 /
-  0.881 / 0.957 / 1.025** (geomean 0.920x), intervals within +-1%, no timed call starved.
-Against the issue's target (>= 0.85x cuBLAS): met, geomean 0.920x; 16384x7168x2048 (0.847) is the one shape under.
+Floor (H100 SXM: dense bf16 peak ~989 TFLOP/s, ~3.0 TB/s HBM): 4096^3 0.139 ms, 8192^3 1.11 ms, 16384x7168x2048
+and 4096x14336x4096 0.486 ms (compute-bound); 128x14336x4096 and 128x4096x14336: B alone is 117 MB, 39 us at 3.0 TB/s
+(memory-bound). Gauntlet's judgements of this kernel against cuBLAS, and what each design change moved, are in
+docs/benchmarks.md ("Figures moved from docstrings", gemm/cupy_wgmma, and the dated entries).
 """
 import collections
 import ctypes
@@ -63,10 +51,11 @@ BACKEND = "cupy"
 DTYPES = ("bfloat16", "float16")
 
 _BM, _BK, _THREADS = 128, 64, 384
-_STAGES = {256: 4, 128: 6}
+_STAGES = {256: 3, 128: 6}
+_EPI_TMA = True
 _SMS = {}
 _MODULES = {}
-_MAPS = collections.OrderedDict()      # (pointers, shape, dtype) -> (A's map, B's map), host bytes
+_MAPS = collections.OrderedDict()      # (pointers, shape, dtype) -> (A's, B's and C's maps), host bytes
 _MAPS_KEPT = 64
 _LOCK = threading.Lock()
 
@@ -155,15 +144,16 @@ _MAIN = r"""
 #define A_BYTES (128 * 64 * 2)
 #define B_BYTES (64 * BN * 2)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
+#define EPI_TMA @EPI@
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
-                 T* __restrict__ C, float* __restrict__ ws, int M, int N, int K, int tiles_m, int tiles_n,
-                 int kt_per_split) {
+                 const __grid_constant__ TensorMap tmap_c, T* __restrict__ C, float* __restrict__ ws, int M, int N,
+                 int K, int tiles_m, int tiles_n, int kt_per_split) {
     extern __shared__ unsigned char smem_raw[];
     __shared__ __align__(8) u64 full[STAGES], empty[STAGES];
     unsigned char* smem = (unsigned char*)(((size_t)smem_raw + 1023) & ~(size_t)1023);
-    const u64 map_a = (u64)&tmap_a, map_b = (u64)&tmap_b;
+    const u64 map_a = (u64)&tmap_a, map_b = (u64)&tmap_b, map_c = (u64)&tmap_c;
     const int tid = threadIdx.x, wg = tid / 128;
 
     const int KT = (K + 63) / 64, n_tiles = tiles_m * tiles_n;
@@ -228,6 +218,36 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
         if (nk > 0 && t == 0) mbar_arrive(smem_u32(&empty[(it - 1) % STAGES]));   // the tile's last stage
 
         const int row = m0 + cw * 64 + (t / 32) * 16 + (t & 31) / 4, colb = n0 + 2 * (t & 3);
+#if EPI_TMA
+        if (ws == nullptr) {
+            // Through shared memory and TMA: this consumer's 64 rows as BN/64 boxes of 64 x 64 values in the
+            // 128-byte swizzle of C's tensor map (16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows a warp
+            // writes at once fall in 8 different banks). The store runs on while the next tile's MMAs do; before
+            // the buffer is written again its last store must have read it. TMA drops what lies outside C.
+            const u32 cbuf = smem_u32(smem + STAGES * STAGE_BYTES) + cw * (64 * BN * 2);
+            if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+            asm volatile("bar.sync %0, 128;" :: "r"(1 + cw) : "memory");
+            const int r = (t / 32) * 16 + (t & 31) / 4;
+            #pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int c = 8 * j + 2 * (t & 3), box = c / 64, byte = (c % 64) * 2;
+                const u32 at = cbuf + box * 8192 + ((byte >> 4) << 4) + (byte & 15);
+                const u32 lo = at + r * 128, hi = at + (r + 8) * 128;
+                asm volatile("st.shared.u32 [%0], %1;" :: "r"(lo ^ ((r & 7) << 4)), "r"(pack2(d[4 * j], d[4 * j + 1])));
+                asm volatile("st.shared.u32 [%0], %1;"
+                             :: "r"(hi ^ (((r + 8) & 7) << 4)), "r"(pack2(d[4 * j + 2], d[4 * j + 3])));
+            }
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            asm volatile("bar.sync %0, 128;" :: "r"(1 + cw) : "memory");
+            if (t == 0) {
+                #pragma unroll
+                for (int b = 0; b < BN / 64; ++b)
+                    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                                 :: "l"(map_c), "r"(cbuf + b * 8192), "r"(n0 + 64 * b), "r"(m0 + cw * 64) : "memory");
+                asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+            }
+        } else
+#else
         if (ws == nullptr) {
             #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
@@ -237,7 +257,9 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
                     if (row + 8 < M) *(u32*)(C + (size_t)(row + 8) * N + col) = pack2(d[4 * j + 2], d[4 * j + 3]);
                 }
             }
-        } else {
+        } else
+#endif
+        {
             float* part = ws + (size_t)blockIdx.y * M * N;
             #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
@@ -250,12 +272,16 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
             }
         }
     }
+#if EPI_TMA
+    if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // C written before the CTA ends
+#endif
 }
 #undef BN
 #undef STAGES
 #undef A_BYTES
 #undef B_BYTES
 #undef STAGE_BYTES
+#undef EPI_TMA
 """
 
 _EXTRA = r"""
@@ -309,13 +335,15 @@ def source(bf16: bool) -> str:
     wt = "bf16" if bf16 else "f16"
     parts = [f"#define IS_BF16 {int(bf16)}\n", _COMMON, _wgmma(256, wt), _wgmma(128, wt)]
     for bn in (256, 128):
-        parts.append(_MAIN.replace("@BN@", str(bn)).replace("@STAGES@", str(_STAGES[bn])))
+        parts.append(_MAIN.replace("@BN@", str(bn)).replace("@STAGES@", str(_STAGES[bn]))
+                     .replace("@EPI@", str(int(_EPI_TMA))))
     parts.append(_EXTRA)
     return "".join(parts)
 
 
 def _smem_bytes(bn: int) -> int:
-    return _STAGES[bn] * (_BM * _BK * 2 + _BK * bn * 2) + 1024      # + slack to align the stages to 1024 bytes
+    c_stage = _BM * bn * 2 if _EPI_TMA else 0                        # the tile of C on its way out
+    return _STAGES[bn] * (_BM * _BK * 2 + _BK * bn * 2) + c_stage + 1024   # + slack to align to 1024 bytes
 
 
 def _module(dev: int, bf16: bool) -> dict:
@@ -372,17 +400,18 @@ def _tensor_map(ptr: int, bf16: bool, inner: int, outer: int, box_inner: int, bo
     return ctypes.string_at(at, 128)
 
 
-def _maps(a, b, bf16: bool, M: int, N: int, K: int) -> tuple:
-    """A's and B's tensor maps as one-element numpy arrays of 128 raw bytes: CuPy passes a one-element array by
+def _maps(a, b, c, bf16: bool, M: int, N: int, K: int) -> tuple:
+    """A's, B's and C's tensor maps as one-element numpy arrays of 128 raw bytes: CuPy passes a one-element array by
     value, so each lands in the kernel's parameter space (no copy to the GPU, nothing to synchronise). Encoding is a
     host call of a few microseconds; the maps are kept per (pointers, shape) all the same."""
-    key = (a.data_ptr(), b.data_ptr(), M, N, K, bf16)
+    key = (a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K, bf16)
     got = _MAPS.get(key)
     if got is not None:
         _MAPS.move_to_end(key)
         return got
     got = tuple(np.frombuffer(blob, dtype=np.dtype((np.void, 128))) for blob in
-                (_tensor_map(a.data_ptr(), bf16, K, M, 64, 128), _tensor_map(b.data_ptr(), bf16, N, K, 64, 64)))
+                (_tensor_map(a.data_ptr(), bf16, K, M, 64, 128), _tensor_map(b.data_ptr(), bf16, N, K, 64, 64),
+                 _tensor_map(c.data_ptr(), bf16, N, M, 64, 64)))
     _MAPS[key] = got
     while len(_MAPS) > _MAPS_KEPT:
         _MAPS.popitem(last=False)
@@ -447,7 +476,7 @@ def solve(a, b):
                                  np.int32(M), np.int32(N), np.int32(K)))
             return c
         bn, splits, per, ctas = plan(M, N, K, _sms(dev))
-        maps = _maps(a, b, bf16, M, N, K)
+        maps = _maps(a, b, c, bf16, M, N, K)
         tiles_m, tiles_n = -(-M // _BM), -(-N // bn)
         ws = torch.empty((splits, M, N), dtype=torch.float32, device=a.device) if splits > 1 else None
         kernels[bn]((ctas, splits), (_THREADS,),
