@@ -102,6 +102,29 @@ def _quant_act_kernel(x_ptr, q_ptr, s_ptr, M, K, stride_x, stride_q,
 
 
 @triton.jit
+def _tile_of(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of a tile: tiles numbered in groups of GROUP_M tile rows, column by column within a group, so
+    the programs running together share A's and B's panels in L2."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (tile_id // num_pid_in_group) * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    return first_pid_m + ((tile_id % num_pid_in_group) % group_size_m), (tile_id % num_pid_in_group) // group_size_m
+
+
+@triton.jit
+def _promote(acc, partial, sa, sb, SB_SCALAR: tl.constexpr):
+    """acc + one K block's fp32 partial sums times their scales: x's scale a row (sa) times the weight's scale of
+    each column (sb), or of the whole tile when SB_SCALAR (the same products, one multiply a row instead of an
+    element)."""
+    if SB_SCALAR:
+        return acc + partial * (sa * sb)[:, None]
+    else:
+        return acc + partial * (sa[:, None] * sb[None, :])
+
+
+@triton.jit
 def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_per_split,
                            stride_a, stride_b, stride_sbn, stride_sbk, stride_cs, stride_cm, stride_cn,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -109,14 +132,7 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_
                            SB_SCALAR: tl.constexpr):
     pid = tl.program_id(0)
     split = tl.program_id(1)              # this program's share of the K blocks (split-K; 0 when not split)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = _tile_of(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     kb_lo = split * kb_per_split
     kb_hi = tl.minimum(KB, kb_lo + kb_per_split)
 
@@ -146,12 +162,7 @@ def _fp8_block_gemm_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, KB, kb_
         else:
             b = tl.load(b_ptrs, mask=offs_k[:, None] < K - kb * BLOCK_K, other=0.0)
         partial = tl.dot(a, b)                       # this K block's exact fp8 products, summed
-        sa = tl.load(sa_ptrs + kb * M)
-        sb = tl.load(sb_ptrs + kb * stride_sbk)
-        if SB_SCALAR:
-            acc += partial * (sa * sb)[:, None]     # the same products, one multiply a row instead of an element
-        else:
-            acc += partial * (sa[:, None] * sb[None, :])
+        acc = _promote(acc, partial, tl.load(sa_ptrs + kb * M), tl.load(sb_ptrs + kb * stride_sbk), SB_SCALAR)
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K
 
@@ -169,15 +180,9 @@ def _fp8_block_gemm_tma_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, KB,
     """The persistent path: NUM_PROGRAMS programs walk the tiles of C (grouped order); the flattened (tile, K block)
     loop keeps the next tile's TMA loads in flight during this tile's epilogue. Same math, per K block, as
     `_fp8_block_gemm_kernel`. TMA zero-fills A and B past M, N and K, and clips the store."""
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=True):
-        group_id = tile_id // num_pid_in_group
-        first_pid_m = group_id * GROUP_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-        pid_m = first_pid_m + (tile_id % group_size_m)
-        pid_n = (tile_id % num_pid_in_group) // group_size_m
+    n_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile_id in tl.range(tl.program_id(0), n_tiles, NUM_PROGRAMS, flatten=True):
+        pid_m, pid_n = _tile_of(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         sa_ptrs = sa_ptr + (off_m + tl.arange(0, BLOCK_M)) % M                      # x_scale is (KB, M)
@@ -190,12 +195,7 @@ def _fp8_block_gemm_tma_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, KB,
             a = a_desc.load([off_m, kb * BLOCK_K])
             b = b_desc.load([off_n, kb * BLOCK_K]).T         # w_fp8 is (N, K): K-major, as fp8 wgmma requires
             partial = tl.dot(a, b)
-            sa = tl.load(sa_ptrs + kb * M)
-            sb = tl.load(sb_ptrs + kb * stride_sbk)
-            if SB_SCALAR:
-                acc += partial * (sa * sb)[:, None]
-            else:
-                acc += partial * (sa[:, None] * sb[None, :])
+            acc = _promote(acc, partial, tl.load(sa_ptrs + kb * M), tl.load(sb_ptrs + kb * stride_sbk), SB_SCALAR)
         if EPI_SPLIT:
             halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
             lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
