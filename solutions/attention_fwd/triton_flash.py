@@ -42,7 +42,9 @@ docstrings", attention_fwd/triton_flash, and the dated entries after it). What t
   stages and 4 warps all slower).
 - Decode: one split per SM; 2 or 4 made programs too short to amortise their set-up and the merge.
 - What is left at D = 128 prefill is cuDNN's FlashAttention-3-style kernel (warp-specialised producer and consumer
-  warpgroups, ping-pong softmax); Triton 3.6's warp specialisation is Blackwell-only.
+  warpgroups, ping-pong softmax). Triton 3.6 does not produce it for Hopper: `tl.range(..., warp_specialize=True)`
+  on the key loop compiled at the 8-warp D = 128 tile and changed nothing, and failed to compile at the 4-warp
+  D = 64 tile.
 - Where it stands against its floors (Nsight Compute on an H200, scripts/profile_case.py; figures and the command
   in docs/benchmarks.md, 2026-11-29):
   - Decode, one 8k sequence: the attention kernel reads K and V once (33.6 MB, the same bytes as cuDNN's kernel)
@@ -50,10 +52,14 @@ docstrings", attention_fwd/triton_flash, and the dated entries after it). What t
     merge, one split at a time, took longer than that kernel; a tile of splits at once cut it about 4x and moved
     Gauntlet's ratio from 0.75x to 0.99x. Config sweeps had not helped (blocks of 32-128 keys, 2-4 stages, 2 or
     4 warps, 8-528 programs).
-  - Prefill at D = 128 (0.885x after the scale moved into the exponent): compute-bound in both. cuDNN's kernel is persistent (one CTA of three warpgroups
-    per SM) at 58% of the SMs' throughput; this one runs 7.8 waves of one 8-warp CTA per SM (231 registers a
-    thread) at 49%. Closing it needs producer/consumer warpgroups and overlapped softmax, which Triton 3.6 does
-    not generate for Hopper.
+  - Prefill at D = 128 (about 0.885x): compute-bound in both. cuDNN's kernel is persistent (one CTA of three
+    warpgroups per SM) at 58% of the SMs' throughput; this one runs 7.8 waves of one 8-warp CTA per SM (231
+    registers a thread) at 49%. Closing it needs producer/consumer warpgroups and overlapped softmax, which
+    Triton 3.6 does not generate for Hopper.
+  - BERT-base (D = 64, 512 keys, about 0.89x): not memory-bound (both kernels read the same 75.5 MB at about 20% of
+    DRAM peak). This one runs 5.8 waves of 4-warp CTAs, four an SM, at 6.8 cycles an issued instruction; cuDNN's is
+    persistent (132 CTAs of three warpgroups) at 4.8, and takes 0.89 of this kernel's time under Nsight Compute.
+    The same missing overlap of softmax and MMAs.
 """
 import functools
 import math
