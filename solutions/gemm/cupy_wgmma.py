@@ -52,7 +52,6 @@ DTYPES = ("bfloat16", "float16")
 
 _BM, _BK, _THREADS = 128, 64, 384
 _STAGES = {256: 3, 128: 6}
-_EPI_TMA = True
 _SMS = {}
 _MODULES = {}
 _MAPS = collections.OrderedDict()      # (pointers, shape, dtype) -> (A's, B's and C's maps), host bytes
@@ -144,7 +143,6 @@ _MAIN = r"""
 #define A_BYTES (128 * 64 * 2)
 #define B_BYTES (64 * BN * 2)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
-#define EPI_TMA @EPI@
 
 extern "C" __global__ void __launch_bounds__(384, 1)
 wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
@@ -217,8 +215,6 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         if (nk > 0 && t == 0) mbar_arrive(smem_u32(&empty[(it - 1) % STAGES]));   // the tile's last stage
 
-        const int row = m0 + cw * 64 + (t / 32) * 16 + (t & 31) / 4, colb = n0 + 2 * (t & 3);
-#if EPI_TMA
         if (ws == nullptr) {
             // Through shared memory and TMA: this consumer's 64 rows as BN/64 boxes of 64 x 64 values in the
             // 128-byte swizzle of C's tensor map (16-byte chunk c of row r at chunk c ^ (r % 8): the 8 rows a warp
@@ -233,7 +229,8 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
                 const int c = 8 * j + 2 * (t & 3), box = c / 64, byte = (c % 64) * 2;
                 const u32 at = cbuf + box * 8192 + ((byte >> 4) << 4) + (byte & 15);
                 const u32 lo = at + r * 128, hi = at + (r + 8) * 128;
-                asm volatile("st.shared.u32 [%0], %1;" :: "r"(lo ^ ((r & 7) << 4)), "r"(pack2(d[4 * j], d[4 * j + 1])));
+                asm volatile("st.shared.u32 [%0], %1;"
+                             :: "r"(lo ^ ((r & 7) << 4)), "r"(pack2(d[4 * j], d[4 * j + 1])));
                 asm volatile("st.shared.u32 [%0], %1;"
                              :: "r"(hi ^ (((r + 8) & 7) << 4)), "r"(pack2(d[4 * j + 2], d[4 * j + 3])));
             }
@@ -246,20 +243,8 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
                                  :: "l"(map_c), "r"(cbuf + b * 8192), "r"(n0 + 64 * b), "r"(m0 + cw * 64) : "memory");
                 asm volatile("cp.async.bulk.commit_group;" ::: "memory");
             }
-        } else
-#else
-        if (ws == nullptr) {
-            #pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-                const int col = colb + 8 * j;
-                if (col < N) {
-                    if (row < M) *(u32*)(C + (size_t)row * N + col) = pack2(d[4 * j], d[4 * j + 1]);
-                    if (row + 8 < M) *(u32*)(C + (size_t)(row + 8) * N + col) = pack2(d[4 * j + 2], d[4 * j + 3]);
-                }
-            }
-        } else
-#endif
-        {
+        } else {                               // a K slice: fp32 partial sums, stored directly
+            const int row = m0 + cw * 64 + (t / 32) * 16 + (t & 31) / 4, colb = n0 + 2 * (t & 3);
             float* part = ws + (size_t)blockIdx.y * M * N;
             #pragma unroll
             for (int j = 0; j < BN / 8; ++j) {
@@ -272,16 +257,13 @@ wgmma_gemm_n@BN@(const __grid_constant__ TensorMap tmap_a, const __grid_constant
             }
         }
     }
-#if EPI_TMA
     if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");   // C written before the CTA ends
-#endif
 }
 #undef BN
 #undef STAGES
 #undef A_BYTES
 #undef B_BYTES
 #undef STAGE_BYTES
-#undef EPI_TMA
 """
 
 _EXTRA = r"""
@@ -335,15 +317,14 @@ def source(bf16: bool) -> str:
     wt = "bf16" if bf16 else "f16"
     parts = [f"#define IS_BF16 {int(bf16)}\n", _COMMON, _wgmma(256, wt), _wgmma(128, wt)]
     for bn in (256, 128):
-        parts.append(_MAIN.replace("@BN@", str(bn)).replace("@STAGES@", str(_STAGES[bn]))
-                     .replace("@EPI@", str(int(_EPI_TMA))))
+        parts.append(_MAIN.replace("@BN@", str(bn)).replace("@STAGES@", str(_STAGES[bn])))
     parts.append(_EXTRA)
     return "".join(parts)
 
 
 def _smem_bytes(bn: int) -> int:
-    c_stage = _BM * bn * 2 if _EPI_TMA else 0                        # the tile of C on its way out
-    return _STAGES[bn] * (_BM * _BK * 2 + _BK * bn * 2) + c_stage + 1024   # + slack to align to 1024 bytes
+    # the stages, the tile of C on its way out, and slack to align them to 1024 bytes
+    return _STAGES[bn] * (_BM * _BK * 2 + _BK * bn * 2) + _BM * bn * 2 + 1024
 
 
 def _module(dev: int, bf16: bool) -> dict:
