@@ -19,10 +19,21 @@ def _cdiv(a, b):
 
 
 def test_the_decode_shapes_are_sliced_only_where_the_tiles_leave_the_card_idle():
-    """Llama-3-8B's two decode GEMMs on an H100/H200: 224 tiles fill the card (no slices), 64 do not (4 slices:
-    two programs per SM of 228 KiB, 132 SMs, one wave)."""
-    assert pers._splitk_config(128, 14336, 4096, *H100) == (64, 128, 64, 4, 4, 1)
+    """Llama-3-8B's two decode GEMMs on an H100/H200: 112 tiles of 128 x 128 give all but 20 of 132 SMs one
+    program (one a SM, 5 stages, no slices); 64 tiles of 64 x 128 do not fill it (4 slices: two programs per SM of
+    228 KiB, one wave)."""
+    assert pers._splitk_config(128, 14336, 4096, *H100) == (128, 128, 64, 4, 5, 1)
     assert pers._splitk_config(128, 4096, 14336, *H100) == (64, 128, 64, 4, 4, 4)
+
+
+def test_wide_tiles_only_where_they_fill_the_card_and_fit_it():
+    """The 128 x 128 tiles take the card only where they leave at most half its SMs idle and never ask a second
+    wave, and only where their 5 stages fit its shared memory; elsewhere the 64 x 128 tiles stay."""
+    assert pers._splitk_config(128, 14336, 4096, 132, 100 * 1024)[:2] == (64, 128)     # 160 KiB do not fit
+    assert pers._splitk_config(128, 14336, 4096, 264, 228 * 1024)[:2] == (64, 128)     # 112 of 264 SMs
+    assert pers._splitk_config(128, 14336, 4096, 100, 228 * 1024)[:2] == (64, 128)     # 112 tiles: a second wave
+    assert pers._splitk_config(256, 8192, 4096, *H100)[:2] == (128, 128)               # 128 tiles
+    assert pers._splitk_config(64, 14336, 4096, *H100)[:2] == (64, 128)                # fewer than 128 rows
 
 
 def test_the_slices_follow_the_card():

@@ -33,22 +33,19 @@ H100 SXM, dense bf16 peak 989 TFLOP/s; HBM ~3.0 TB/s measured copy):
   added in order by a second kernel. In CUDA-graph sweeps on an H200 (the few-row shapes 128x14336x4096,
   128x4096x14336, 256x4096x4096, 64x14336x4096) this one config read 0.97x-1.02x cuBLAS at every shape, where the
   best config of each shape differed (up to 1.15x at M = 256) and 128-row tiles lost up to 2x at M = 256; slicing
-  where the tiles already filled the card lost 20-50% (the second kernel and the fp32 copies of C).
-Measured, NVIDIA H100 80GB HBM3, torch 2.11 / triton 3.6 (ratio = cuBLAS time / this kernel's, same run):
-| shape | do_bench sweep, bf16 (triton_tiled) | Gauntlet bf16 [95% CI] | Gauntlet fp16 |
-|---|---|---|---|
-| 4096^3 | 0.936 (0.927) | 0.993 [0.989, 0.996] | 0.995 |
-| 8192^3 | 1.011 (0.989) | 1.013 [1.010, 1.017] | 1.014 |
-| 16384x7168x2048 | 1.107 (0.964) | 0.995 [0.992, 0.999] | 0.997 |
-| 4096x14336x4096 | 0.970 (0.919) | 0.985 [0.982, 0.989] | 0.987 |
-| geomean | 1.004 | 0.997 | 0.998 |
-- The prediction held at the large shapes: parity with cuBLAS (786 TFLOP/s at 8192^3), not a clear win. do_bench's
-  sweep figures moved by up to 9% between configs that were in fact identical (power and clocks), so the config
-  choices (GROUP_M 8, 3 stages, split store) rest on Gauntlet's interleaved figures, not on the sweep's ranking.
-- Tried and slower in the sweep: GROUP_M 16/32, 256x128 tiles, 128x256x128 with 2 stages (0.66-0.86x).
-- The decode shapes on the persistent walk (before the few-row kernel): 0.588 and 0.507 in the H100 sweep, 0.697
-  and 0.589 by Gauntlet on an H200 (224 tiles of 128x64 over 132 programs, a 1.7-wave tail). With the few-row
-  kernel, Gauntlet on an H200: 0.972 and 0.965 (docs/benchmarks.md).
+  where the tiles already filled the card lost 20-50% (the second kernel and the fp32 copies of C). Where 128 x 128
+  tiles alone give more than half the SMs one program (M = 128, N = 14336), one such program an SM with 5 stages
+  streams B faster than two 64 x 128 programs (Gauntlet on an H200: about 3% at that shape).
+  Tried and not kept: the slices summed inside the kernel (a ticket a tile; the program taking the last ticket adds
+  the slices and stores C, no second kernel): about 3% slower at M = 128, N = 4096, K = 14336 on an H200, the last
+  program's pass over the S slices sitting on the critical path where the second kernel spreads it over the card.
+Measured (docs/benchmarks.md, "Figures moved from docstrings", and the dated entries after it): parity with cuBLAS
+at the large shapes on an H100 and an H200, not a clear win. do_bench's sweep figures moved by up to 9% between
+configs that were in fact identical (power and clocks), so the config choices (GROUP_M 8, 3 stages, split store)
+rest on Gauntlet's interleaved figures, not on the sweep's ranking.
+- Tried and slower in the sweep: GROUP_M 16/32, 256x128 tiles, 128x256x128 with 2 stages.
+- The decode shapes on the persistent walk (before the few-row kernel) lost to a 1.7-wave tail (224 tiles of 128x64
+  over 132 programs): the reason the few-row kernel exists.
 """
 import contextlib
 import functools
@@ -223,7 +220,14 @@ def _splitk_config(M, N, K, n_sm, smem):
     at every few-row shape measured (see the module docstring); 128-row tiles took one program per SM and lost up
     to 2x at M = 256. Tiles of C alone cannot always fill the card (M = 128, N = 4096: 64 tiles), so K is cut into S
     slices, as many as the SMs hold at once (SM count x programs per SM, from the card), one wave. A split costs a
-    second kernel and S fp32 copies of C, so tiles that already give half the SMs a program are not split."""
+    second kernel and S fp32 copies of C, so tiles that already give half the SMs a program are not split.
+    Where tiles of 128 x 128 alone give every SM but at most half of them one program (M = 128, N = 14336: 112 of
+    132), those take the card instead, one program an SM with 5 stages of 64 K (160 KiB): each SM streams a wider
+    panel of B with more bytes in flight, and no second wave is left over."""
+    stage128 = (128 + 128) * 64 * 2
+    tiles128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
+    if M >= 128 and n_sm < 2 * tiles128 <= 2 * n_sm and K >= 4 * 64 and smem >= 5 * stage128 + 8 * 1024:
+        return 128, 128, 64, 4, 5, 1
     bm = min(64, _p2(M, 16))
     bn = min(128, _p2(N, 16))
     bk = min(64, _p2(K, 16))
