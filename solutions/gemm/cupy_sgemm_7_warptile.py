@@ -47,14 +47,18 @@ the dated entries). Where the rest goes, from Nsight Compute at 4096^3 on an H20
 * Its schedulers issue in 83% of cycles against cuBLAS's 91% (3.8 warps each against 2.0): stalls per issued
   instruction on the barrier 0.44 against 0.09 and on dispatch 0.36 against 0.10; short scoreboard (shared loads)
   0.18 against 0.19.
-Fewer instructions and fewer barrier waits per FMA are what cuBLAS has and this rung lacks; the sweeps below did not
-find them in CUDA C at this rung's shape.
+Fewer instructions and fewer barrier and dispatch waits per FMA are what cuBLAS has and this rung lacks; the sweeps
+below did not find them in CUDA C. Dispatch stalls follow ptxas's register allocation (under this rung's 128-register
+bound the accumulators move between registers): a rewrite with 5% fewer instructions (addresses by pointer
+increments, K checked on the last tile only) doubled them (0.81 against 0.36) and ran 6% slower.
 Tried and not kept (H200, 2026-11-29; the kernel rewritten over its pipeline, do_bench against cuBLAS on the six
 shapes, two rounds, geomean against this rung's 0.884 and 0.882 in the same runs): the rewrite at this rung's own
 settings 0.873; 3 stages of cp.async groups 0.838; A by 4-byte cp.async straight into A^T (no registers)
 0.754-0.797; BK 8 with 3 or 4 stages 0.785-0.797; no register bound (one block an SM) 0.837; cuBLAS's own tile
 (128 x 256, 8 x 16 a thread, one block an SM) with BK 16 and 2 stages 0.889 (3 stages 0.870), with BK 8 and 2-4
-stages 0.829-0.841: the larger thread tile alone gained 1%.
+stages 0.829-0.841: the larger thread tile alone gained 1%, its schedulers issuing in 80% of cycles. Then: the lean
+addressing above 0.835, on cuBLAS's tile 0.881 (this rung 0.882 in that run); the FMA loops in the other order 0.871,
+on cuBLAS's tile 0.891, and the next k-step's fragments loaded before this one's FMAs 0.860 (this rung 0.884).
 Tried and not kept (2026-11-26, H100): this kernel rewritten over its tile sizes and swept against cuBLAS (CUDA
 events, back to back, no L2 flush) on the six shapes. Geomeans: 128x128x16 with 2x4 warps and 8x8 per thread
 (this rung's layout, 128 registers and 32 bytes spilled under the same 2-blocks-per-SM bound) 0.759, the same

@@ -50,6 +50,12 @@ SPAN_TARGET_MS = 20.0         # GPU time by which the two span sizes differ
 SPAN_MAX_CALLS = 256          # the longest span (a short call then gives a smaller difference, noisier)
 SPAN_MIN_DIFF = 8             # n2 - n1, at least
 SPAN_REPEATS = 3
+# Before the first measurement, one span of each size per side whose times the fit never sees. A side's first spans
+# after the rounds are not like its later ones: the first is much slower, and the one after it can be faster than
+# any later span of its size. Each size's fastest span counts (`fit`), so that one low span, kept, sets the slope,
+# and an honest short call (a CuTe DSL GEMM at decode) was ruled `tampering` by it (docs/benchmarks.md, "The
+# outside clock's first spans"). A span run and dropped costs its hold and its calls.
+WARMUP = True
 # The span's hold: it must outlast the host's launches of all n2 calls (the flush's launch and the loop add about
 # LAUNCH_EXTRA_MS to each call's own launch), with HOLD_MARGIN of room; between SPAN_HOLD_MIN_MS and
 # SPAN_HOLD_CAP_MS. A span that reports the hold ran out first is run again with the side's holds twice as long
@@ -204,25 +210,36 @@ def judge(schedule, figs: dict) -> list[Reason]:
 def measure(schedule, label: str, first_repeat: int = 0) -> dict:
     """Run the spans of the candidate and baseline `label` (SPAN_REPEATS of each size, interleaved, every other
     worker stopped; repeats numbered from `first_repeat`). The sizes follow from the rounds' figures alone, so a
-    measurement taken again has the same two. A span that reports its hold ran out is run again with the side's holds twice as long, up to
-    the cap, where it stands. Returns {"candidate": spans, label: spans, "proofs": [(index, header, blobs) of the
+    measurement taken again has the same two. A span that reports its hold ran out is run again with the side's
+    holds twice as long, up to the cap, where it stands (the longer holds kept for the spans after it). The first
+    measurement starts with one span of each size per side that the fit never sees (`WARMUP`). Returns
+    {"candidate": spans, label: spans, "warmup": the discarded spans, "proofs": [(index, header, blobs) of the
     candidate's long spans' outputs, judged like timed outputs]}."""
     figs = schedule.figures()
     flush = statistics.median(x for r in schedule.samples[label] for x in r["flush_ms"])
     per_call = min(figs["candidate"]["ms"], figs[label]["ms"]) + flush
     n1, n2 = sizes(per_call, max(figs["candidate"]["host_ms"], figs[label]["host_ms"]))
     grow = {"candidate": 1.0, label: 1.0}
-    found: dict = {"candidate": [], label: [], "proofs": [], "flush_ms": flush}
+    found: dict = {"candidate": [], label: [], "proofs": [], "flush_ms": flush, "warmup": []}
+
+    def held_span(side, n, r):
+        for _ in range(HOLD_TRIES):
+            hold = min(SPAN_HOLD_CAP_MS, grow[side] * span_hold(n, figs[side]["host_ms"], per_call))
+            span = _span(schedule, side, n, hold, r)
+            if not span["starved"] or hold >= SPAN_HOLD_CAP_MS:
+                return span
+            grow[side] *= 2
+        return span
+
+    if first_repeat == 0 and WARMUP:
+        for side in ("candidate", label):
+            for n in (n1, n2):
+                found["warmup"].append(dict(held_span(side, n, -1), side=side))
     for r in range(first_repeat, first_repeat + SPAN_REPEATS):
         order = [(side, n) for side in ("candidate", label) for n in (n1, n2)]
         schedule.rng.shuffle(order)
         for side, n in order:
-            for _ in range(HOLD_TRIES):
-                hold = min(SPAN_HOLD_CAP_MS, grow[side] * span_hold(n, figs[side]["host_ms"], per_call))
-                span = _span(schedule, side, n, hold, r)
-                if not span["starved"] or hold >= SPAN_HOLD_CAP_MS:
-                    break
-                grow[side] *= 2
+            span = held_span(side, n, r)
             found[side].append(span)
             if side == "candidate" and n == n2:
                 found["proofs"].append(_proof(schedule, span))
@@ -301,5 +318,7 @@ def summary(found: dict, label: str) -> dict:
             "fixed_ms": round(f["fixed_ms"], 3), "long_ms": round(f["long_ms"], 3), "n": [f["n1"], f["n2"]],
             "hold_ms": round(max(s["hold_ms"] for s in found[side]), 3),
             "starved_spans": sum(s["starved"] for s in found[side]),
-            "spans": [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in found[side]]}
+            "spans": [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in found[side]],
+            "warmup": [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in found.get("warmup", [])
+                       if s["side"] == side]}
     return out
