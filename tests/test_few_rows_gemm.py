@@ -20,7 +20,7 @@ def _cdiv(a, b):
 
 def test_the_decode_shapes_are_sliced_only_where_the_tiles_leave_the_card_idle():
     """Llama-3-8B's two decode GEMMs on an H100/H200: 112 tiles of 128 x 128 give all but 20 of 132 SMs one
-    program (one a SM, 5 stages, no slices); 64 tiles of 64 x 128 do not fill it (4 slices: two programs per SM of
+    program (one an SM, 5 stages, no slices); 64 tiles of 64 x 128 do not fill it (4 slices: two programs per SM of
     228 KiB, one wave)."""
     assert pers._splitk_config(128, 14336, 4096, *H100) == (128, 128, 64, 4, 5, 1)
     assert pers._splitk_config(128, 4096, 14336, *H100) == (64, 128, 64, 4, 4, 4)

@@ -269,7 +269,7 @@ def test_a_figure_out_of_bound_is_measured_again_and_an_honest_one_settles():
 
 class FirstSpansWorker(SpanWorker):
     """An honest worker whose first span after the rounds takes `first_ms` more and its second `second_ms` less
-    than the same span later: what an H200 showed of an honest CuTe DSL GEMM at decode (a first span 17-30 ms slow,
+    than the same span later: what an H200 showed of an honest CuTe DSL GEMM at decode (a first span 17-21 ms slow,
     the next up to 3 ms fast)."""
 
     def __init__(self, *a, first_ms=20.0, second_ms=3.0, **kw):
@@ -288,8 +288,8 @@ class FirstSpansWorker(SpanWorker):
 
 @pytest.mark.parametrize("warmup", [True, False])
 def test_a_sides_first_spans_are_run_and_dropped_before_the_fit(monkeypatch, warmup):
-    """A short call (0.04 ms, spans of 71 and 256 calls): one span 3 ms fast moves the slope by 3 / 185 ms a call,
-    a third of the call. Fitted, it rules the honest candidate `tampering`; run first and dropped, it is not seen,
+    """A short call (0.04 ms, spans of about 70 and 256 calls): one span 3 ms fast moves the slope by 3 ms over some
+    190 calls, two fifths of the call. Fitted, it rules the honest candidate `tampering`; run first and dropped, it is not seen,
     and the record keeps the dropped spans apart."""
     monkeypatch.setattr(outside, "WARMUP", warmup)
     s, cand, base, log = _schedule(cand_ms=0.04, base_ms=0.04)

@@ -337,7 +337,8 @@ def _plan(M, N, K, sms):
     - Clusters of two along M when there are two rows of tiles to pair.
     - Tiles are walked in groups of 4 clusters along the shorter side (swizzle > 0: along M).
     - Split-K only for tiny outputs with long K (tiles <= 1/8 of the SMs): fp32 partials cost more than they win
-      at a quarter of the GPU (128 x 4096 x 14336: 0.78x with 4 splits against 0.96x with 64-wide tiles)."""
+      at a quarter of the GPU (128 x 4096 x 14336: 0.78x with 4 splits against 0.96x with 64-wide tiles; an H200's
+      judgements agreed, docs/benchmarks.md, "The outside clock's first spans, cute_ws at decode")."""
     tiles_m = -(-M // _TILE_M)
     tile_n = 256 if tiles_m * -(-N // 256) >= sms and K >= 4096 else 128
     if 2 * tiles_m * -(-N // 128) <= sms:

@@ -34,8 +34,8 @@ H100 SXM, dense bf16 peak 989 TFLOP/s; HBM ~3.0 TB/s measured copy):
   128x4096x14336, 256x4096x4096, 64x14336x4096) this one config read 0.97x-1.02x cuBLAS at every shape, where the
   best config of each shape differed (up to 1.15x at M = 256) and 128-row tiles lost up to 2x at M = 256; slicing
   where the tiles already filled the card lost 20-50% (the second kernel and the fp32 copies of C). Where 128 x 128
-  tiles alone give more than half the SMs one program (M = 128, N = 14336), one such program an SM with 5 stages
-  streams B faster than two 64 x 128 programs (Gauntlet on an H200: about 3% at that shape).
+  tiles number more than half the SMs and at most all of them (M = 128, N = 14336), one such program an SM with 5
+  stages streams B faster than two 64 x 128 programs (Gauntlet on an H200: about 3% at that shape).
   Tried and not kept: the slices summed inside the kernel (a ticket a tile; the program taking the last ticket adds
   the slices and stores C, no second kernel): about 3% slower at M = 128, N = 4096, K = 14336 on an H200, the last
   program's pass over the S slices sitting on the critical path where the second kernel spreads it over the card.
@@ -221,9 +221,9 @@ def _splitk_config(M, N, K, n_sm, smem):
     to 2x at M = 256. Tiles of C alone cannot always fill the card (M = 128, N = 4096: 64 tiles), so K is cut into S
     slices, as many as the SMs hold at once (SM count x programs per SM, from the card), one wave. A split costs a
     second kernel and S fp32 copies of C, so tiles that already give half the SMs a program are not split.
-    Where tiles of 128 x 128 alone give every SM but at most half of them one program (M = 128, N = 14336: 112 of
-    132), those take the card instead, one program an SM with 5 stages of 64 K (160 KiB): each SM streams a wider
-    panel of B with more bytes in flight, and no second wave is left over."""
+    Where 128 x 128 tiles number more than half the SMs and at most all of them (M = 128, N = 14336: 112 tiles for
+    132 SMs), those take the card instead, one program an SM with 5 stages of 64 K (160 KiB): each SM streams a
+    wider panel of B with more bytes in flight, and no second wave is left over."""
     stage128 = (128 + 128) * 64 * 2
     tiles128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
     if M >= 128 and n_sm < 2 * tiles128 <= 2 * n_sm and K >= 4 * 64 and smem >= 5 * stage128 + 8 * 1024:
