@@ -213,14 +213,14 @@ def measure(schedule, label: str, first_repeat: int = 0) -> dict:
     measurement taken again has the same two. A span that reports its hold ran out is run again with the side's
     holds twice as long, up to the cap, where it stands (the longer holds kept for the spans after it). The first
     measurement starts with one span of each size per side that the fit never sees (`WARMUP`). Returns
-    {"candidate": spans, label: spans, "warmup": the discarded spans, "proofs": [(index, header, blobs) of the
+    {"candidate": spans, label: spans, "warmup": each side's discarded spans, "proofs": [(index, header, blobs) of the
     candidate's long spans' outputs, judged like timed outputs]}."""
     figs = schedule.figures()
     flush = statistics.median(x for r in schedule.samples[label] for x in r["flush_ms"])
     per_call = min(figs["candidate"]["ms"], figs[label]["ms"]) + flush
     n1, n2 = sizes(per_call, max(figs["candidate"]["host_ms"], figs[label]["host_ms"]))
     grow = {"candidate": 1.0, label: 1.0}
-    found: dict = {"candidate": [], label: [], "proofs": [], "flush_ms": flush, "warmup": []}
+    found: dict = {"candidate": [], label: [], "proofs": [], "flush_ms": flush, "warmup": {"candidate": [], label: []}}
 
     def held_span(side, n, r):
         for _ in range(HOLD_TRIES):
@@ -234,7 +234,7 @@ def measure(schedule, label: str, first_repeat: int = 0) -> dict:
     if first_repeat == 0 and WARMUP:
         for side in ("candidate", label):
             for n in (n1, n2):
-                found["warmup"].append(dict(held_span(side, n, -1), side=side))
+                found["warmup"][side].append(held_span(side, n, -1))
     for r in range(first_repeat, first_repeat + SPAN_REPEATS):
         order = [(side, n) for side in ("candidate", label) for n in (n1, n2)]
         schedule.rng.shuffle(order)
@@ -311,6 +311,10 @@ def summary(found: dict, label: str) -> dict:
     """What the record keeps of the outside clock: how many times the spans were measured (`AGAIN`), each side's
     fit (ms), the spans' holds, and each span as [n, its time less its hold] in the order run."""
     out = {"baseline": label, "measured": 1 + found.get("again", 0)}
+
+    def times(spans):
+        return [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in spans]
+
     for side in ("candidate", label):
         f = fit(found[side])
         out[side if side == "candidate" else "base"] = {
@@ -318,7 +322,5 @@ def summary(found: dict, label: str) -> dict:
             "fixed_ms": round(f["fixed_ms"], 3), "long_ms": round(f["long_ms"], 3), "n": [f["n1"], f["n2"]],
             "hold_ms": round(max(s["hold_ms"] for s in found[side]), 3),
             "starved_spans": sum(s["starved"] for s in found[side]),
-            "spans": [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in found[side]],
-            "warmup": [[s["n"], round(s["wall_ms"] - s["hold_ms"], 3)] for s in found.get("warmup", [])
-                       if s["side"] == side]}
+            "spans": times(found[side]), "warmup": times(found.get("warmup", {}).get(side, []))}
     return out
