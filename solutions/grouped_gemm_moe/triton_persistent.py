@@ -23,6 +23,13 @@ What it adds to triton_grouped.py (one program per tile, pointer loads):
 - TMA needs 16-byte aligned bases and row strides: K a multiple of 8 (16-bit data). Other shapes take the
   same persistent walk with pointer loads (rows clamped into the expert, N wrapped, K masked): correct, not fast.
 - Tiles from the shape, as in triton_grouped.py (BLOCK_M follows the mean rows per expert), no autotuning.
+- The last round, K-sliced: the programs walk whole rounds of tiles (one a program); when the tiles left after
+  them would keep at most half the programs busy while the rest idle for a whole tile's K loop, each of those
+  tiles is cut into K-slices, one a program (prefill tiles, at most 8 slices of at least 4 K-steps each). Each
+  slice writes its fp32 sum to a slot of its own and takes a ticket; the slice that takes a tile's last ticket
+  adds the slots in slice order and stores the tile, so no program waits on another and the output is the same
+  bits every call. Mixtral's down projection (8192 x 4096 x 14336, 8 experts) gives 1088 tiles of 128 x 256 to
+  132 SMs: 8 whole rounds and 32 tiles, which cost a ninth round whole and about a quarter of one in 4 slices.
 
 Floor and prediction before the first H100 measurement (cuBLAS-class bf16 ~770 TFLOP/s, HBM ~3.0 TB/s):
 - DeepSeek-V3 prefill (M = 32768, 32 experts x 2048 x 7168): 0.96 TFLOP -> 1.25 ms at 770 TFLOP/s; the tiled
@@ -98,26 +105,85 @@ def _locate(tile_id, m_tiles, N, eidx, starts, ends, tiles, csum,
     return e, row_start + (pid_m - first_tile) * BLOCK_M, row_end, pid_n * BLOCK_N
 
 
+@triton.jit
+def _tile_sum(x_desc, w_desc, m0, w_row, k_lo, k_hi, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              BLOCK_K: tl.constexpr):
+    """fp32 sum over the K-steps [k_lo, k_hi) of one tile."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(k_lo, k_hi):
+        a = x_desc.load([m0, ki * BLOCK_K])
+        b = w_desc.load([w_row, ki * BLOCK_K])
+        acc = tl.dot(a, b.T, acc)
+    return acc
+
+
+@triton.jit
+def _store_tile(out_ptr, acc, m0, row_end, n0, N, stride_om, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                OUT_DTYPE: tl.constexpr):
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_n = n0 + tl.arange(0, BLOCK_N)
+    ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :]
+    tl.store(ptrs, acc.to(OUT_DTYPE), mask=(offs_m[:, None] < row_end) & (offs_n[None, :] < N))
+
+
 @triton.jit(do_not_specialize=["M", "E"])
-def _grouped_tma_kernel(x_desc, w_desc, offs_ptr, out_ptr, M, N, K, E, stride_om,
+def _grouped_tma_kernel(x_desc, w_desc, offs_ptr, out_ptr, part_ptr, ticket_ptr, M, N, K, E, stride_om,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                        E_P2: tl.constexpr, NUM_SMS: tl.constexpr, OUT_DTYPE: tl.constexpr):
+                        E_P2: tl.constexpr, NUM_SMS: tl.constexpr, OUT_DTYPE: tl.constexpr,
+                        MAX_SLICES: tl.constexpr):
     eidx, starts, ends, tiles, csum, m_tiles = _schedule(offs_ptr, E, BLOCK_M, E_P2)
     num_tiles = m_tiles * tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True):
+    # The last round of tiles, when it would leave SMs idle, is cut along K: `slices` programs per tile, each
+    # summing a share of the K-steps (see _tail_slices).
+    whole, tail, slices = _tail_slices(num_tiles, k_tiles, NUM_SMS, MAX_SLICES)
+    for tile_id in tl.range(tl.program_id(0), whole, NUM_SMS, flatten=True):
         e, m0, row_end, n0 = _locate(tile_id, m_tiles, N, eidx, starts, ends, tiles, csum, BLOCK_M, BLOCK_N,
                                      GROUP_M)
-        w_row = e * N + n0
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            a = x_desc.load([m0, ki * BLOCK_K])
-            b = w_desc.load([w_row, ki * BLOCK_K])
-            acc = tl.dot(a, b.T, acc)
-        offs_m = m0 + tl.arange(0, BLOCK_M)
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        ptrs = out_ptr + offs_m.to(tl.int64)[:, None] * stride_om + offs_n[None, :]
-        tl.store(ptrs, acc.to(OUT_DTYPE), mask=(offs_m[:, None] < row_end) & (offs_n[None, :] < N))
+        acc = _tile_sum(x_desc, w_desc, m0, e * N + n0, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K)
+        _store_tile(out_ptr, acc, m0, row_end, n0, N, stride_om, BLOCK_M, BLOCK_N, OUT_DTYPE)
+    unit = tl.program_id(0)
+    if unit < tail * slices:
+        t = unit // slices
+        s = unit % slices
+        e, m0, row_end, n0 = _locate(whole + t, m_tiles, N, eidx, starts, ends, tiles, csum, BLOCK_M, BLOCK_N,
+                                     GROUP_M)
+        per = tl.cdiv(k_tiles, slices)
+        acc = _tile_sum(x_desc, w_desc, m0, e * N + n0, s * per, tl.minimum(k_tiles, s * per + per), BLOCK_M,
+                        BLOCK_N, BLOCK_K)
+        if slices == 1:
+            _store_tile(out_ptr, acc, m0, row_end, n0, N, stride_om, BLOCK_M, BLOCK_N, OUT_DTYPE)
+        else:
+            # Each slice leaves its fp32 sum in its own slot of part_ptr; the slice that takes the tile's last
+            # ticket adds the slots in slice order (the same sums in the same order whichever slice ends last, so
+            # the output is the same bits every call) and stores the tile. The barrier puts every thread's
+            # partial store before the ticket (a release at GPU scope); the acquire puts the other slices' stores
+            # before this one's loads, which bypass L1 (.cg). No program waits for another.
+            r = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+            tl.store(part_ptr + unit.to(tl.int64) * (BLOCK_M * BLOCK_N) + r, acc)
+            tl.debug_barrier()
+            ticket = tl.atomic_add(ticket_ptr + t, 1, sem="acq_rel", scope="gpu")
+            if ticket == slices - 1:
+                tl.debug_barrier()
+                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for j in range(slices):
+                    slot = (t * slices + j).to(tl.int64) * (BLOCK_M * BLOCK_N)
+                    acc += tl.load(part_ptr + slot + r, cache_modifier=".cg")
+                _store_tile(out_ptr, acc, m0, row_end, n0, N, stride_om, BLOCK_M, BLOCK_N, OUT_DTYPE)
+
+
+@triton.jit
+def _tail_slices(num_tiles, k_tiles, NUM_SMS: tl.constexpr, MAX_SLICES: tl.constexpr):
+    """(tiles of whole rounds, tiles left, slices per tile left). A round is one tile per program. When the tiles
+    left would fill at most half the programs, each is cut into as many K-slices as give every program one (at
+    most MAX_SLICES, each at least 4 K-steps long); otherwise the last round runs whole (slices = 1)."""
+    tail = num_tiles % NUM_SMS
+    whole = num_tiles - tail
+    slices = tl.minimum(NUM_SMS // tl.maximum(tail, 1), tl.minimum(MAX_SLICES, k_tiles // 4))
+    if 2 * tail > NUM_SMS:
+        slices = 1
+    slices = tl.maximum(slices, 1)
+    return whole, tail, slices
 
 
 @triton.jit(do_not_specialize=["M", "E"])
@@ -163,6 +229,9 @@ def _sm_count(device):
 
 def _p2(x, lo):
     return max(lo, triton.next_power_of_2(max(1, x)))
+
+
+_MAX_SLICES = 8   # K-slices per tile of a short last round (prefill tiles only; _tail_slices)
 
 
 def _config(M, N, K, E, tma, n_sm):
@@ -219,7 +288,12 @@ def solve(x, w, offs):
         if tma:
             x_desc = TensorDescriptor(x, [M, K], [x.stride(0), 1], [bm, bk])
             w_desc = TensorDescriptor(w, [E * N, K], [K, 1], [bn, bk])
-            _grouped_tma_kernel[grid](x_desc, w_desc, offs, out, M, N, K, E, out.stride(0), **common)
+            # Slots for the last round's K-slices (one a program) and a ticket a tile, zeroed each call.
+            slices = _MAX_SLICES if bm == 128 else 1
+            part = torch.empty((grid[0] if slices > 1 else 1, bm * bn), dtype=torch.float32, device=x.device)
+            tickets = torch.zeros(grid[0], dtype=torch.int32, device=x.device)
+            _grouped_tma_kernel[grid](x_desc, w_desc, offs, out, part, tickets, M, N, K, E, out.stride(0),
+                                      MAX_SLICES=slices, **common)
         else:
             int64 = max(x.numel(), N * K, out.numel()) >= 2**31
             _grouped_ptr_kernel[grid](x, w, offs, out, M, N, K, E, x.stride(0), x.stride(1), w.stride(0),
