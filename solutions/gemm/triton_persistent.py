@@ -74,29 +74,82 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @triton.jit
-def _gemm_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
+def _tile_sum(a_desc, b_desc, off_m, off_n, k_lo, k_hi, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              BLOCK_K: tl.constexpr):
+    """fp32 sum over the K-steps [k_lo, k_hi) of one tile."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(k_lo, k_hi):
+        a = a_desc.load([off_m, ki * BLOCK_K])          # zero-filled past M and K
+        b = b_desc.load([ki * BLOCK_K, off_n])          # zero-filled past K and N
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def _store_tile(c_desc, acc, off_m, off_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EPI_SPLIT: tl.constexpr,
+                OUT_DTYPE: tl.constexpr):
+    if EPI_SPLIT:
+        halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
+        lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
+        c_desc.store([off_m, off_n], lo.to(OUT_DTYPE))
+        c_desc.store([off_m, off_n + BLOCK_N // 2], hi.to(OUT_DTYPE))
+    else:
+        c_desc.store([off_m, off_n], acc.to(OUT_DTYPE))   # clipped at M and N
+
+
+@triton.jit
+def _tail_slices(num_tiles, k_tiles, NUM_SMS: tl.constexpr, MAX_SLICES: tl.constexpr):
+    """(tiles of whole rounds, tiles left, slices per tile left), as `_last_round` computes them on the host."""
+    tail = num_tiles % NUM_SMS
+    whole = num_tiles - tail
+    slices = tl.minimum(NUM_SMS // tl.maximum(tail, 1), tl.minimum(MAX_SLICES, k_tiles // 4))
+    if 2 * tail > NUM_SMS:
+        slices = 1
+    slices = tl.maximum(slices, 1)
+    return whole, tail, slices
+
+
+@triton.jit
+def _gemm_tma_kernel(a_desc, b_desc, c_desc, part_ptr, ticket_ptr, M, N, K,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                     NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr):
+                     NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr,
+                     MAX_SLICES: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
     num_tiles = num_pid_m * num_pid_n
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True):
+    # A short last round of tiles is cut along K (`_last_round`); MAX_SLICES 1 runs it whole.
+    whole, tail, slices = _tail_slices(num_tiles, k_tiles, NUM_SMS, MAX_SLICES)
+    for tile_id in tl.range(tl.program_id(0), whole, NUM_SMS, flatten=True):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            a = a_desc.load([off_m, ki * BLOCK_K])          # zero-filled past M and K
-            b = b_desc.load([ki * BLOCK_K, off_n])          # zero-filled past K and N
-            acc = tl.dot(a, b, acc)
-        if EPI_SPLIT:
-            halves = tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2))
-            lo, hi = tl.split(tl.permute(halves, (0, 2, 1)))
-            c_desc.store([off_m, off_n], lo.to(OUT_DTYPE))
-            c_desc.store([off_m, off_n + BLOCK_N // 2], hi.to(OUT_DTYPE))
+        acc = _tile_sum(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K)
+        _store_tile(c_desc, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
+    unit = tl.program_id(0)
+    if unit < tail * slices:
+        t = unit // slices
+        s = unit % slices
+        pid_m, pid_n = _tile_coords(whole + t, num_pid_m, num_pid_n, GROUP_M)
+        per = tl.cdiv(k_tiles, slices)
+        acc = _tile_sum(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, s * per, tl.minimum(k_tiles, s * per + per),
+                        BLOCK_M, BLOCK_N, BLOCK_K)
+        if slices == 1:
+            _store_tile(c_desc, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
         else:
-            c_desc.store([off_m, off_n], acc.to(OUT_DTYPE))   # clipped at M and N
+            # Each slice leaves its fp32 sum in a slot of its own and takes a ticket; the slice that takes the
+            # tile's last ticket adds the slots in slice order (the same bits whichever slice ends last) and stores
+            # the tile. The barrier puts every thread's slot store before the ticket (a release at GPU scope); the
+            # acquire puts the other slices' stores before the loads, which bypass L1 (.cg). No program waits.
+            r = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+            tl.store(part_ptr + unit.to(tl.int64) * (BLOCK_M * BLOCK_N) + r, acc)
+            tl.debug_barrier()
+            ticket = tl.atomic_add(ticket_ptr + t, 1, sem="acq_rel", scope="gpu")
+            if ticket == slices - 1:
+                tl.debug_barrier()
+                acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for j in range(slices):
+                    slot = (t * slices + j).to(tl.int64) * (BLOCK_M * BLOCK_N)
+                    acc += tl.load(part_ptr + slot + r, cache_modifier=".cg")
+                _store_tile(c_desc, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
 
 
 @triton.jit
@@ -212,6 +265,23 @@ def _config(M, N, K, tma, n_sm):
     return bm, bn, bk, num_warps, num_stages, split
 
 
+_MAX_SLICES = 8     # K-slices per tile of a short last round (_last_round)
+
+
+def _last_round(tiles, k_tiles, programs):
+    """(tiles left after the whole rounds, K-slices for each of them) on the persistent walk.
+
+    A round gives each program one tile. When the tiles left after the whole rounds would keep at most half the
+    programs busy while the rest idle for a whole tile's K loop, each is cut into as many K-slices as give every
+    program one, at most _MAX_SLICES and at least 4 K-steps each (16384 x 7168 x 2048 on 132 SMs: 3584 tiles of
+    128 x 256, 27 whole rounds and 20 tiles in 6 slices). Otherwise 1: the last round runs whole. The kernel
+    computes the same (`_tail_slices`); this copy decides, on the host, whether slots and tickets are needed."""
+    tail = tiles % programs
+    if tail == 0 or 2 * tail > programs:
+        return tail, 1
+    return tail, max(1, min(programs // tail, _MAX_SLICES, k_tiles // 4))
+
+
 def _splitk_config(M, N, K, n_sm, smem):
     """Few rows (M <= 256, TMA-aligned): (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, S), S slices of K.
 
@@ -287,8 +357,18 @@ def solve(a, b):
             a_desc = TensorDescriptor(a, [M, K], [a.stride(0), 1], [bm, bk])
             b_desc = TensorDescriptor(b, [K, N], [b.stride(0), 1], [bk, bn])
             c_desc = TensorDescriptor(c, [M, N], [N, 1], [bm, bn // 2 if split else bn])
-            _gemm_tma_kernel[grid](a_desc, b_desc, c_desc, M, N, K, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                                   NUM_SMS=n_sm, EPI_SPLIT=split, OUT_DTYPE=out_dtype, num_warps=num_warps,
+            tail, slices = _last_round(triton.cdiv(M, bm) * triton.cdiv(N, bn), triton.cdiv(K, bk), grid[0])
+            # Slicing implies a full grid (a tail needs more tiles than programs), so the kernel's NUM_SMS is the
+            # program count it divides by; a grid smaller than the card runs each tile whole (MAX_SLICES 1).
+            if slices > 1:      # fp32 slots for the last round's slices (one a program), a ticket a tile
+                part = torch.empty((grid[0], bm * bn), dtype=torch.float32, device=a.device)
+                tickets = torch.zeros(tail, dtype=torch.int32, device=a.device)
+            else:               # placeholders, never touched: no memset where nothing is sliced
+                part = torch.empty(1, dtype=torch.float32, device=a.device)
+                tickets = torch.empty(1, dtype=torch.int32, device=a.device)
+            _gemm_tma_kernel[grid](a_desc, b_desc, c_desc, part, tickets, M, N, K, BLOCK_M=bm, BLOCK_N=bn,
+                                   BLOCK_K=bk, GROUP_M=8, NUM_SMS=n_sm, EPI_SPLIT=split, OUT_DTYPE=out_dtype,
+                                   MAX_SLICES=_MAX_SLICES if slices > 1 else 1, num_warps=num_warps,
                                    num_stages=num_stages)
         else:
             int64 = max(a.numel(), b.numel(), c.numel()) >= 2**31

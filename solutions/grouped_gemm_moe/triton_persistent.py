@@ -288,10 +288,15 @@ def solve(x, w, offs):
         if tma:
             x_desc = TensorDescriptor(x, [M, K], [x.stride(0), 1], [bm, bk])
             w_desc = TensorDescriptor(w, [E * N, K], [K, 1], [bn, bk])
-            # Slots for the last round's K-slices (one a program) and a ticket a tile, zeroed each call.
+            # Slots for the last round's K-slices (one a program) and a ticket a tile, zeroed each call; where
+            # nothing is sliced (decode tiles), placeholders that cost no kernel.
             slices = _MAX_SLICES if bm == 128 else 1
-            part = torch.empty((grid[0] if slices > 1 else 1, bm * bn), dtype=torch.float32, device=x.device)
-            tickets = torch.zeros(grid[0], dtype=torch.int32, device=x.device)
+            if slices > 1:
+                part = torch.empty((grid[0], bm * bn), dtype=torch.float32, device=x.device)
+                tickets = torch.zeros(grid[0], dtype=torch.int32, device=x.device)
+            else:
+                part = torch.empty(1, dtype=torch.float32, device=x.device)
+                tickets = torch.empty(1, dtype=torch.int32, device=x.device)
             _grouped_tma_kernel[grid](x_desc, w_desc, offs, out, part, tickets, M, N, K, E, out.stride(0),
                                       MAX_SLICES=slices, **common)
         else:
