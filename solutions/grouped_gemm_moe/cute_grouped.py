@@ -6,10 +6,11 @@ consumer warpgroups issuing wgmma on a 128 x BN tile), with the schedule of a gr
 
 * Work units are (expert, N-tile, M-tile of the expert's rows), numbered expert by expert, N-tile-major inside an
   expert: consecutive units share a B tile (the expert's weights, read once per N-tile from HBM and then from L2).
-  Each CTA takes units bid, bid + grid, ... and finds a unit's expert by binary search in ``cum``, the cumulative
-  unit counts per expert, computed on the device with torch glue (diff, floor-divide, cumsum) in the same stream:
-  no host sync, so the timed call never waits on the offsets. Each CTA copies ``cum`` to shared memory first
-  (2 KiB), so the search's nine dependent reads do not go to global memory.
+  Each CTA takes units bid, bid + grid, ... and finds a unit's expert by binary search in the cumulative unit
+  counts per expert, which each CTA computes first from the offsets into shared memory (2 KiB; ``_cumulate``): no
+  host sync, so the timed call never waits on the offsets, and no launch before the kernel (eight small torch
+  kernels computed them before: a share of a decode call, docs/benchmarks.md). The search's nine dependent reads
+  stay in shared memory.
 * x is one (M, K) K-major tensor: an expert's M-tile starts at its first row (any row, not a multiple of 128: TMA
   coordinates are per element). Rows past the expert's end are loaded and multiplied but never stored; rows past M
   read as zeros.
@@ -80,7 +81,7 @@ class _GroupedWs:
 
     @cute.jit
     def __call__(self, x_ptr: cute.Pointer, w_ptr: cute.Pointer, out_ptr: cute.Pointer, offs_ptr: cute.Pointer,
-                 cum_ptr: cute.Pointer, m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, e: cutlass.Int32,
+                 m: cutlass.Int32, n: cutlass.Int32, k: cutlass.Int32, e: cutlass.Int32,
                  grid_ctas: cutlass.Int32, stream: cuda.CUstream):
         k = cute.assume(k, divby=8)
         n = cute.assume(n, divby=8)
@@ -90,7 +91,6 @@ class _GroupedWs:
         c_layout = utils.LayoutEnum.from_tensor(mC)
         self.c_layout = c_layout
         mOffs = cute.make_tensor(offs_ptr, cute.make_layout(e))
-        mCum = cute.make_tensor(cum_ptr, cute.make_layout(e))
         a_layout = utils.LayoutEnum.from_tensor(mA)
         b_layout = utils.LayoutEnum.from_tensor(mB)
         tiled_mma = sm90_utils.make_trivial_tiled_mma(
@@ -118,7 +118,7 @@ class _GroupedWs:
             sC: cute.struct.Align[cute.struct.MemRange[self.ab_dtype, cute.cosize(sC_layout)], 1024]
 
         self.storage = Storage
-        self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, mOffs, mCum, tiled_mma, sA_layout, sB_layout,
+        self.kernel(tma_a, tA, tma_b, tB, tma_c, tC, mC, mOffs, tiled_mma, sA_layout, sB_layout,
                     sC_layout).launch(
             grid=[grid_ctas, 1, 1], block=[self.threads, 1, 1], min_blocks_per_mp=1, stream=stream)
 
@@ -147,10 +147,40 @@ class _GroupedWs:
         local = unit - base
         return ex, start + (local % m_tiles) * _TILE_M, end, local // m_tiles
 
+    @cute.jit
+    def _cumulate(self, mOffs: cute.Tensor, sCum: cute.Tensor, experts: cutlass.Int32, n_tiles: cutlass.Int32,
+                  tidx: cutlass.Int32):
+        """Each expert's work units (ceil(rows / 128) M-tiles x the N-tiles), cumulated, into shared memory, by
+        the whole CTA: one count a slot read straight from the offsets, then a Hillis-Steele scan over the 2**9
+        slots (nine steps, each a read, a barrier, a write and a barrier). No launch before the kernel computes
+        them; every CTA computes the same sums."""
+        slots = 2 ** _SEARCH_STEPS
+        for i in range(tidx, slots, self.threads):
+            count = cutlass.Int32(0)
+            if i < experts:
+                start = cutlass.Int32(0)
+                if i > 0:
+                    start = mOffs[i - 1]
+                count = (mOffs[i] - start + _TILE_M - 1) // _TILE_M * n_tiles
+            sCum[i] = count
+        cute.arch.barrier()
+        for step in cutlass.range_constexpr(_SEARCH_STEPS):
+            lo = cutlass.Int32(0)
+            hi = cutlass.Int32(0)
+            if tidx >= (1 << step):
+                lo = sCum[tidx - (1 << step)]
+            if tidx + self.threads < slots:
+                hi = sCum[tidx + self.threads - (1 << step)]
+            cute.arch.barrier()
+            sCum[tidx] = sCum[tidx] + lo
+            if tidx + self.threads < slots:
+                sCum[tidx + self.threads] = sCum[tidx + self.threads] + hi
+            cute.arch.barrier()
+        return sCum
+
     @cute.kernel
     def kernel(self, tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor,
-               tma_c: cute.CopyAtom, tC: cute.Tensor, mC: cute.Tensor, mOffs: cute.Tensor, mCum: cute.Tensor,
-               tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
+               tma_c: cute.CopyAtom, tC: cute.Tensor, mC: cute.Tensor, mOffs: cute.Tensor, tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout,
                sC_layout: cute.ComposedLayout):
         tidx, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
@@ -180,12 +210,10 @@ class _GroupedWs:
         tBsB, tBgB = cute.nvgpu.cpasync.tma_partition(
             tma_b, 0, cute.make_layout(1), cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
         k_tiles = cute.size(gB, mode=[3])
-        experts = cute.size(mCum)
-        units = mCum[experts - 1]
-        sCum = storage.cum.get_tensor(cute.make_layout(2 ** _SEARCH_STEPS))
-        for i in range(tidx, experts, self.threads):
-            sCum[i] = mCum[i]
-        cute.arch.barrier()
+        experts = cute.size(mOffs)
+        sCum = self._cumulate(mOffs, storage.cum.get_tensor(cute.make_layout(2 ** _SEARCH_STEPS)), experts,
+                              cute.size(gB, mode=[2]), tidx)
+        units = sCum[experts - 1]
 
         pipeline.pipeline_init_wait(cluster_shape_mn=(1, 1))
 
@@ -334,14 +362,11 @@ def solve(x, w, offs):
         sms = torch.cuda.get_device_properties(x.device).multi_processor_count
         tile_n = 256 if Np >= 2048 and Kp >= 4096 else 128    # short K: the epilogue is a larger share
         n_tiles = -(-Np // tile_n)
-        # Work units per expert, cumulated, on the device (no sync): ceil(rows / 128) M-tiles x the N-tiles.
-        offs = offs.to(torch.int32).contiguous()
-        rows = torch.diff(offs, prepend=offs.new_zeros(1))
-        cum = torch.cumsum((rows + (_TILE_M - 1)) // _TILE_M * n_tiles, 0, dtype=torch.int32)
+        offs = offs.to(torch.int32).contiguous()      # no-op for the convention's int32 offsets
         most = (-(-M // _TILE_M) + min(E, M)) * n_tiles            # a bound on the units, known without a sync
         dtype = _TORCH_TO_CUTLASS[x.dtype]
         ptrs = [make_ptr(dtype, t.data_ptr(), cute.AddressSpace.gmem, assumed_align=16) for t in (x_p, w_p, out)]
-        ptrs += [make_ptr(cutlass.Int32, t.data_ptr(), cute.AddressSpace.gmem, assumed_align=4) for t in (offs, cum)]
+        ptrs.append(make_ptr(cutlass.Int32, offs.data_ptr(), cute.AddressSpace.gmem, assumed_align=4))
         stream = cuda.CUstream(torch.cuda.current_stream(x.device).cuda_stream)
         args = (*ptrs, M, Np, Kp, E, min(most, sms), stream)
         _compile(dtype, tile_n, sms, args)(*args)
