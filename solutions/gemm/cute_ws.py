@@ -59,6 +59,11 @@ Notes (floor, prediction, measurement, what was tried)
   other's math), right on a set of odd and aligned shapes once two DSL traps were found (below), and slower:
   0.93 / 0.85 / 0.88 / 0.84 against this kernel's 0.99 / 1.01 / 0.98 / 0.97 on the four large shapes in one probe
   (64-row tiles read each B tile for half as many rows, and one warpgroup at a time issues the math).
+* Tried and not kept at decode (H200): clusters along N with A multicast (each CTA of a cluster loads a slice of
+  the A tile and multicasts it to the others), right on every shape tried and no faster: 128 x 4096 x 14336 read
+  0.848-0.854 with clusters of 2 and 0.847-0.850 with 4 against the shipped plan's 0.862-0.865 in the same device
+  call; 32-wide tiles (128 CTAs) read 0.70 with clusters of 2 and 0.35 with 4. So reading A from L2 is not this
+  shape's bound; the change was reverted (docs/benchmarks.md, "The last round in K-slices").
 * Two traps of the DSL, for whoever extends this: a loop carries to its next iteration only the names assigned in
   it or whose methods it calls, so a PipelineState advanced inside a callee (``order.arrive(state)``) silently
   restarts every iteration (write ``state = order.arrive(state)``); and a consumer that skips ring stages (the

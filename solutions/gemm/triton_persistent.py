@@ -11,6 +11,11 @@ K step, not the MMA itself:
   masks and no wrapped indices, and registers stay free for the accumulator. The store goes through TMA too
   (it clips rows/columns past M/N), in two halves of BLOCK_N / 2 (EPI_SPLIT) so its shared-memory staging
   buffer is 32 KiB and 4 pipeline stages still fit beside it.
+- A short last round, K-sliced (`_last_round`): where the tiles left after the whole rounds would keep at most half
+  the programs busy, each is cut into K-slices, one a program; each slice writes its fp32 sum to a slot of its own
+  and takes a ticket, and the slice that takes a tile's last ticket adds the slots in slice order and stores the
+  tile (no program waits on another; the same bits every call). Among the benchmark shapes only 16384x7168x2048
+  has such a round (20 tiles of 3584 on 132 SMs).
 - Grouped ("swizzled") tile order as in triton_tiled.py: GROUP_M row-blocks walked column by column so the
   programs running at once share A and B panels in L2.
 - TMA needs 16-byte aligned bases and row strides (K and N multiples of 8 for 16-bit data). Other shapes (the

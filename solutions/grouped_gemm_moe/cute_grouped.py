@@ -40,6 +40,11 @@ Notes (floor, measurement, what was tried)
   and 0.727 (two runs) and 32768 x 1408 x 2048 from 0.900 to 0.922 and 0.932, the rest within 1%.
 * Tried and not kept: the whole tile's epilogue behind two barriers (as fp8_gemm_blockwise/cute_blockwise.py): no
   faster here (0.716 against 0.739 at 32768 x 7168 x 2048 in one probe, the rest within 1%).
+* The floor where 0.9 of the loop is not reached on an H200 (32768 x 7168 x 2048 and Mixtral's 8192 x 4096 x
+  14336; docs/benchmarks.md, "The last round in K-slices"): Nsight Compute, clocks held, gives this kernel 1.85 ms
+  against 1.77 ms for the loop's 32 cuBLAS kernels (cuBLAS picks a tile per expert, 128 x 152 to 256 x 120, each
+  one wave of 128-132 CTAs) and 1.61 ms against 1.56 ms at Mixtral's shape; SMs 78% and 88% busy against 80-95%,
+  168 registers, one CTA an SM. Judged at the card's own clocks the gaps are wider (0.82 and 0.89).
 * Where the rest is, from ncu at 32768 x 7168 x 2048 (before the shared-memory search): this kernel read 4.03 GB
   from DRAM (L2 hit rate 59%) where torch's CUTLASS grouped kernel read 1.24 GB (76%), with clusters of 2 and
   B multicast; the tile order and the absence of clusters here (the two CTAs of a pair would sit in different
