@@ -34,8 +34,8 @@ CASES = [
 @needs.triton_cpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize(("rows", "N", "K", "n_sm", "slices"), CASES)
-def test_the_grouped_last_rounds_slices_add_up_to_the_product(interpreter_patches, monkeypatch, dtype, rows, N, K, n_sm,
-                                                      slices):
+def test_the_grouped_last_rounds_slices_add_up_to_the_product(interpreter_patches, monkeypatch, dtype, rows, N, K,
+                                                              n_sm, slices):
     monkeypatch.setattr(gp, "_sm_count", lambda device: n_sm)
     M, E = sum(rows), len(rows)
     bm, bn, bk, _, _ = gp._config(M, N, K, E, True, n_sm)
@@ -51,13 +51,10 @@ def test_the_grouped_last_rounds_slices_add_up_to_the_product(interpreter_patche
     offs = torch.tensor(rows, dtype=torch.int32).cumsum(0).to(torch.int32)
     out = gp.solve(x, w, offs)
     ref = torch.empty(M, N, dtype=torch.float64)
-    lo = 0
-    for e, hi in enumerate(offs.tolist()):
-        ref[lo:hi] = x[lo:hi].double() @ w[e].double().T
-        lo = hi
     scale = torch.empty(M, N, dtype=torch.float64)
     lo = 0
     for e, hi in enumerate(offs.tolist()):
+        ref[lo:hi] = x[lo:hi].double() @ w[e].double().T
         scale[lo:hi] = (x[lo:hi].double() ** 2) @ (w[e].double() ** 2).T
         lo = hi
     _check(out, ref, scale)

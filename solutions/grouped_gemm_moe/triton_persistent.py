@@ -240,7 +240,8 @@ def _config(M, N, K, E, tma, n_sm):
     BLOCK_M follows the mean rows per expert (padded 25% for the multinomial spread, a power of two in [16, 128]).
     Prefill (128 rows): 128 x 256 x 64 or 128 x 128 x 64 (the N tile that pads N least), 8 warps. Decode: a
     small BLOCK_M, BLOCK_N 128 and BLOCK_K 128, so each SM keeps >= 100 KiB of weight loads in flight. Stages:
-    as many as fit in ~220 KiB beside the epilogue's layout-conversion buffer, at most 5. Unaligned rows: 128 x 128 x 32."""
+    as many as fit in ~220 KiB beside the epilogue's layout-conversion buffer, at most 5. Unaligned rows:
+    128 x 128 x 32."""
     bm = min(128, _p2(int(M / min(E, M) * 1.25 + 0.999), 16))
     if not tma:
         bn, bk = 128, 32
