@@ -1,5 +1,5 @@
-"""The persistent walks' last round of tiles (grouped_gemm_moe/triton_persistent, gemm/triton_persistent,
-gemm_bias_gelu/triton_fused): where it would leave more than half the programs idle, each of its tiles is cut into K-slices, one a program, and the slice
+"""The persistent walks' last round of tiles (grouped_gemm_moe/triton_persistent, gemm/triton_persistent): where it
+would leave more than half the programs idle, each of its tiles is cut into K-slices, one a program, and the slice
 that takes a tile's last ticket adds the slices' fp32 sums and stores the tile. On Triton's CPU interpreter, with
 row counts and a card size chosen so that each arrangement is taken (even and uneven slices, M, N and K tails, a
 whole last round, a grid smaller than the card), the output is held to float64 math. A slice lost or added twice,
@@ -16,7 +16,6 @@ from tests.needs import interpreter_patches  # noqa: F401 (a fixture)
 
 gp = needs.load_for_interpreter("solutions/grouped_gemm_moe/triton_persistent.py", "grouped_tail")
 tp = needs.load_for_interpreter("solutions/gemm/triton_persistent.py", "gemm_tail")
-gelu = needs.load_for_interpreter("solutions/gemm_bias_gelu/triton_fused.py", "gelu_tail")
 
 
 def _cdiv(a, b):
@@ -90,30 +89,3 @@ def test_the_gemm_last_rounds_slices_add_up_to_the_product(interpreter_patches, 
     b = torch.randn(K, N, generator=g).to(dtype)
     out = tp.solve(a, b)
     _check(out, a.double() @ b.double(), (a.double() ** 2) @ (b.double() ** 2))
-
-
-# (M, N, K, SMs, the slices the rule gives the last round's tiles)
-GELU_CASES = [
-    (640, 256, 1000, 4, 2),       # 10 tiles of 128 x 128: 8 whole, 2 left in 2 slices
-    (520, 264, 776, 7, 3),        # 15 tiles (M and N tails): 14 whole, 1 left in slices of 5, 5 and 3 K-steps
-    (520, 264, 776, 9, 1),        # 15 tiles: 9 whole, 6 left fill 6 of 9 programs: no slices
-    (640, 512, 2112, 4, 2),       # K past SHORT_K: 10 tiles of 128 x 256 (the split store), 2 left in 2 slices
-]
-
-
-@needs.triton_cpu
-@pytest.mark.parametrize(("M", "N", "K", "n_sm", "slices"), GELU_CASES)
-def test_the_gelu_last_rounds_slices_add_up_before_the_epilogue(interpreter_patches, monkeypatch, M, N, K, n_sm,
-                                                                slices):
-    """The bias and GELU are applied once, by the slice that stores the tile, to the sum of every slice."""
-    monkeypatch.setattr(gelu, "_sm_count", lambda device: n_sm)
-    bm, bn, bk = gelu._tma_config(M, N, K, n_sm, gelu._smem(torch.device("cpu")))[:3]
-    tiles = _cdiv(M, bm) * _cdiv(N, bn)
-    assert gelu._last_round(tiles, _cdiv(K, bk), min(n_sm, tiles))[1] == slices, (bm, bn, tiles)
-    g = torch.Generator().manual_seed(M + N + K + n_sm)
-    a = torch.randn(M, K, generator=g).to(torch.bfloat16)
-    w = torch.randn(N, K, generator=g).to(torch.bfloat16)
-    bias = torch.randn(N, generator=g).to(torch.bfloat16)
-    out = gelu.solve(a, w, bias)
-    want = torch.nn.functional.gelu(a.double() @ w.double().T + bias.double())
-    _check(out, want, (a.double() ** 2) @ (w.double() ** 2).T)

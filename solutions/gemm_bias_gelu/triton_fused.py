@@ -90,112 +90,37 @@ def _linear_gelu_kernel(a_ptr, w_ptr, bias_ptr, c_ptr, M, N, K,
 
 
 @triton.jit
-def _gelu_store(c_desc, bias_ptr, acc, off_m, off_n, N, stride_bias, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                EPI_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr):
-    """The fp32 epilogue (bias, then exact GELU) and the TMA store of one tile."""
-    offs_n = off_n + tl.arange(0, BLOCK_N)
-    bias = tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)
-    h = acc + bias[None, :]
-    out = (0.5 * h * (1.0 + tl.math.erf(h * 0.7071067811865476))).to(OUT_DTYPE)
-    if EPI_SPLIT:
-        lo, hi = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-        c_desc.store([off_m, off_n], lo)
-        c_desc.store([off_m, off_n + BLOCK_N // 2], hi)
-    else:
-        c_desc.store([off_m, off_n], out)
-
-
-@triton.jit
-def _tile_sum(a_desc, w_desc, off_m, off_n, k_lo, k_hi, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              BLOCK_K: tl.constexpr):
-    """fp32 sum over the K-steps [k_lo, k_hi) of one tile."""
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for ki in range(k_lo, k_hi):
-        a = a_desc.load([off_m, ki * BLOCK_K])            # zero-filled past M and K
-        w = w_desc.load([off_n, ki * BLOCK_K])            # zero-filled past N and K
-        acc = tl.dot(a, w.T, acc)
-    return acc
-
-
-@triton.jit
-def _tile_origin(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr):
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (tile_id // num_pid_in_group) * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    return (first_pid_m + (tile_id % group_size_m)) * BLOCK_M, ((tile_id % num_pid_in_group) // group_size_m) * BLOCK_N
-
-
-@triton.jit
-def _tail_slices(num_tiles, k_tiles, NUM_SMS: tl.constexpr, MAX_SLICES: tl.constexpr):
-    """(tiles of whole rounds, tiles left, slices per tile left), as `_last_round` computes them on the host."""
-    tail = num_tiles % NUM_SMS
-    whole = num_tiles - tail
-    slices = tl.minimum(NUM_SMS // tl.maximum(tail, 1), tl.minimum(MAX_SLICES, k_tiles // 4))
-    if 2 * tail > NUM_SMS:
-        slices = 1
-    slices = tl.maximum(slices, 1)
-    return whole, tail, slices
-
-
-@triton.jit
-def _settle_slice(c_desc, bias_ptr, part_ptr, ticket_ptr, acc, unit, t, slices, off_m, off_n, N, stride_bias,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EPI_SPLIT: tl.constexpr, OUT_DTYPE: tl.constexpr):
-    """One K-slice of a last-round tile: stored whole where the tile has one slice; else its fp32 sum to its slot,
-    a ticket, and the slice with the tile's last ticket adds the slots in slice order and stores the tile."""
-    if slices == 1:
-        _gelu_store(c_desc, bias_ptr, acc, off_m, off_n, N, stride_bias, BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
-    else:
-        r = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        tl.store(part_ptr + unit.to(tl.int64) * (BLOCK_M * BLOCK_N) + r, acc)
-        tl.debug_barrier()
-        ticket = tl.atomic_add(ticket_ptr + t, 1, sem="acq_rel", scope="gpu")
-        if ticket == slices - 1:
-            tl.debug_barrier()
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            for j in range(slices):
-                slot = (t * slices + j).to(tl.int64) * (BLOCK_M * BLOCK_N)
-                acc += tl.load(part_ptr + slot + r, cache_modifier=".cg")
-            _gelu_store(c_desc, bias_ptr, acc, off_m, off_n, N, stride_bias, BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
-
-
-@triton.jit
-def _linear_gelu_tma_kernel(a_desc, w_desc, bias_ptr, c_desc, part_ptr, ticket_ptr, M, N, K, stride_bias,
+def _linear_gelu_tma_kernel(a_desc, w_desc, bias_ptr, c_desc, M, N, K, stride_bias,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                             GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, EPI_SPLIT: tl.constexpr,
-                            OUT_DTYPE: tl.constexpr, MAX_SLICES: tl.constexpr):
+                            OUT_DTYPE: tl.constexpr):
     """The persistent path: one program per SM walking tiles of C over TMA descriptors of A (M, K) and W (N, K), both
     K-major as stored (W's box is transposed in shared memory for wgmma); the same fp32 epilogue, stored by TMA (it
-    clips rows and columns past M and N) while the next tile's loads are in flight. A short last round of tiles is
-    cut into K-slices (`_last_round`; MAX_SLICES 1 runs it whole): each slice leaves its fp32 sum in a slot of its
-    own and takes a ticket, and the slice that takes the tile's last ticket adds the slots in slice order (the same
-    bits whichever slice ends last), applies the epilogue and stores the tile. The barrier puts every thread's slot
-    store before the ticket (a release at GPU scope); the acquire puts the other slices' stores before the loads,
-    which bypass L1 (.cg). No program waits on another."""
+    clips rows and columns past M and N) while the next tile's loads are in flight."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    if MAX_SLICES == 1:     # a build without the slices: one flattened walk over every tile
-        for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
-            off_m, off_n = _tile_origin(tile_id, num_pid_m, num_pid_n, GROUP_M, BLOCK_M, BLOCK_N)
-            acc = _tile_sum(a_desc, w_desc, off_m, off_n, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K)
-            _gelu_store(c_desc, bias_ptr, acc, off_m, off_n, N, stride_bias, BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
-    else:
-        whole, tail, slices = _tail_slices(num_pid_m * num_pid_n, k_tiles, NUM_SMS, MAX_SLICES)
-        for tile_id in tl.range(tl.program_id(0), whole, NUM_SMS, flatten=True):
-            off_m, off_n = _tile_origin(tile_id, num_pid_m, num_pid_n, GROUP_M, BLOCK_M, BLOCK_N)
-            acc = _tile_sum(a_desc, w_desc, off_m, off_n, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K)
-            _gelu_store(c_desc, bias_ptr, acc, off_m, off_n, N, stride_bias, BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
-        unit = tl.program_id(0)
-        if unit < tail * slices:
-            t = unit // slices
-            s = unit % slices
-            off_m, off_n = _tile_origin(whole + t, num_pid_m, num_pid_n, GROUP_M, BLOCK_M, BLOCK_N)
-            per = tl.cdiv(k_tiles, slices)
-            acc = _tile_sum(a_desc, w_desc, off_m, off_n, s * per, tl.minimum(k_tiles, s * per + per), BLOCK_M,
-                            BLOCK_N, BLOCK_K)
-            _settle_slice(c_desc, bias_ptr, part_ptr, ticket_ptr, acc, unit, t, slices, off_m, off_n, N, stride_bias,
-                          BLOCK_M, BLOCK_N, EPI_SPLIT, OUT_DTYPE)
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
+        first_pid_m = (tile_id // num_pid_in_group) * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        off_m = (first_pid_m + (tile_id % group_size_m)) * BLOCK_M
+        off_n = ((tile_id % num_pid_in_group) // group_size_m) * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([off_m, ki * BLOCK_K])            # zero-filled past M and K
+            w = w_desc.load([off_n, ki * BLOCK_K])            # zero-filled past N and K
+            acc = tl.dot(a, w.T, acc)
+        offs_n = off_n + tl.arange(0, BLOCK_N)
+        bias = tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)
+        h = acc + bias[None, :]
+        out = (0.5 * h * (1.0 + tl.math.erf(h * 0.7071067811865476))).to(OUT_DTYPE)
+        if EPI_SPLIT:
+            lo, hi = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            c_desc.store([off_m, off_n], lo)
+            c_desc.store([off_m, off_n + BLOCK_N // 2], hi)
+        else:
+            c_desc.store([off_m, off_n], out)
 
 
 @functools.lru_cache(maxsize=None)
@@ -270,20 +195,6 @@ def _tma_config(M, N, K, n_sm, smem):
     return bm, bn, bk, 8 if bm * bn >= 128 * 128 else 4, num_stages, split, 1
 
 
-_MAX_SLICES = 8     # K-slices per tile of a short last round (_last_round)
-
-
-def _last_round(tiles, k_tiles, programs):
-    """(tiles left after the whole rounds, K-slices for each of them) on the persistent walk, as in
-    gemm/triton_persistent.py: where the tiles left would keep at most half the programs busy, as many slices as
-    give every program one (at most _MAX_SLICES, at least 4 K-steps each); else 1, the last round whole. The kernel
-    computes the same (`_tail_slices`); this copy decides whether slots and tickets are needed."""
-    tail = tiles % programs
-    if tail == 0 or 2 * tail > programs:
-        return tail, 1
-    return tail, max(1, min(programs // tail, _MAX_SLICES, k_tiles // 4))
-
-
 def _persistent(a, w, bias, c, n_sm):
     """The TMA path, or False where an operand is not a row-major matrix TMA can read (16-byte aligned base and row
     stride, unit inner stride): the tiled kernel takes those."""
@@ -299,19 +210,9 @@ def _persistent(a, w, bias, c, n_sm):
     c_desc = TensorDescriptor(c, [M, N], [N, 1], [bm, bn // 2 if split else bn])
     programs = per_sm * n_sm
     grid = (min(programs, triton.cdiv(M, bm) * triton.cdiv(N, bn)),)
-    # Slicing implies a full grid (a tail needs more tiles than programs), so NUM_SMS is the program count the
-    # kernel divides by; a smaller grid runs each tile whole (MAX_SLICES 1, placeholders that cost no kernel).
-    tail, slices = _last_round(triton.cdiv(M, bm) * triton.cdiv(N, bn), triton.cdiv(K, bk), grid[0])
-    if slices > 1:
-        part = torch.empty((grid[0], bm * bn), dtype=torch.float32, device=a.device)
-        tickets = torch.zeros(tail, dtype=torch.int32, device=a.device)
-    else:
-        part = torch.empty(1, dtype=torch.float32, device=a.device)
-        tickets = torch.empty(1, dtype=torch.int32, device=a.device)
-    _linear_gelu_tma_kernel[grid](a_desc, w_desc, bias, c_desc, part, tickets, M, N, K, bias.stride(0), BLOCK_M=bm,
-                                  BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, NUM_SMS=programs, EPI_SPLIT=split,
-                                  OUT_DTYPE=_TORCH_TO_TL[a.dtype], MAX_SLICES=_MAX_SLICES if slices > 1 else 1,
-                                  num_warps=num_warps, num_stages=num_stages)
+    _linear_gelu_tma_kernel[grid](a_desc, w_desc, bias, c_desc, M, N, K, bias.stride(0), BLOCK_M=bm, BLOCK_N=bn,
+                                  BLOCK_K=bk, GROUP_M=8, NUM_SMS=programs, EPI_SPLIT=split,
+                                  OUT_DTYPE=_TORCH_TO_TL[a.dtype], num_warps=num_warps, num_stages=num_stages)
     return True
 
 
