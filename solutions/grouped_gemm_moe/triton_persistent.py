@@ -37,30 +37,11 @@ Floor and prediction before the first H100 measurement (cuBLAS-class bf16 ~770 T
 - Decode (M = 1024, same experts): w is 940 MB, 0.31 ms at 3.0 TB/s, the MMA is nothing; predicted within 10%
   of the bandwidth floor, so >= 2x the cuBLAS loop (32 launches, each too small to fill the GPU).
 
-Measured by Gauntlet, bf16, NVIDIA H100 80GB HBM3, torch 2.11 / triton 3.6 (ratios = baseline time / this
-kernel's, same run; triton_grouped.py read 0.81x-0.89x _grouped_mm on the prefill shapes in the do_bench sweep):
-| shape (M, N, K, E, routing) | vs _grouped_mm | vs cuBLAS loop | TFLOP/s |
-|---|---|---|---|
-| 32768, 2048, 7168, 32, uniform | 1.035 | 1.49 | 711 |
-| 32768, 7168, 2048, 32, uniform | 0.999 | 1.51 | 663 |
-| 32768, 2048, 7168, 32, zipf | 1.036 | 3.52 | 698 |
-| 1024, 2048, 7168, 32, uniform (decode) | 1.053 | 8.42 | 89 (2.8 TB/s of weights) |
-| 1024, 7168, 2048, 32, uniform (decode) | 1.088 | 6.31 | 88 |
-| 8192, 14336, 4096, 8, uniform | 0.993 | 1.26 | 692 |
-| 8192, 4096, 14336, 8, uniform | 0.977 | 1.15 | 687 |
-| 128, 14336, 4096, 8, uniform (decode) | 1.115 | 2.91 | 45 |
-| 8192, 14336, 4096, 8, one_hot_expert | 1.031 | 1.21 | 763 |
-| 32768, 1408, 2048, 60, uniform | 1.102 | 11.8 | 525 |
-| 512, 2048, 1408, 60, uniform (decode) | 1.129 | 29.4 | 22 |
-| 32768, 512, 2048, 256, uniform | 1.061 | 58.3 | 257 |
-| 32768, 2048, 512, 256, zipf | 1.223 | 59.4 | 239 |
-| 1024, 512, 2048, 256, uniform (decode) | 1.086 | 58.2 | 11 |
-| geomean | 1.064 | | |
-- Decode shapes stream the weights at 2.8-2.9 TB/s of a ~3.0 TB/s copy: at the floor. The prefill shapes run
-  at 660-760 TFLOP/s, cuBLAS-class; what is left against _grouped_mm (CUTLASS, warp-specialized) is the
-  warp specialization Triton 3.6 offers only on Blackwell.
-- Tried in the do_bench sweep: 2 stages instead of 3 (0.72-0.78x), 128-wide N tiles at prefill (0.74-0.78x),
-  BLOCK_K 64 at decode, GROUP_M 16: within the sweep's noise (up to 9% between identical configs).
+Measured (docs/benchmarks.md: the first H100 table under "Figures moved from docstrings", the H200 figures in the
+dated entries): the decode shapes stream the weights close to the copy bandwidth; the prefill shapes run at
+cuBLAS-class rates, and what is left against _grouped_mm (CUTLASS, warp-specialized) is the warp specialization
+Triton 3.6 offers only on Blackwell. Tried and not kept (a do_bench sweep, same place): 2 stages instead of 3,
+128-wide N tiles at prefill, BLOCK_K 64 at decode, GROUP_M 16.
 """
 import contextlib
 import functools
