@@ -76,6 +76,7 @@ class _GroupedWs:
         self.acc_dtype = cutlass.Float32
         self.tile_mnk = (_TILE_M, tile_n, _TILE_K)
         self.threads = 384
+        assert 2 * self.threads >= 2 ** _SEARCH_STEPS, "_cumulate's scan takes two slots a thread at most"
         self.epi_tile = (_TILE_M, 32)       # the TMA epilogue's shared-memory tile (8 KiB in 16-bit), 4 in flight
         self.epi_stages = 4
         epi_bytes = _TILE_M * 32 * ab_dtype.width // 8 * self.epi_stages
