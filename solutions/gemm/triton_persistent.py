@@ -53,6 +53,12 @@ at the large shapes on an H100 and an H200, not a clear win. do_bench's sweep fi
 configs that were in fact identical (power and clocks), so the config choices (GROUP_M 8, 3 stages, split store)
 rest on Gauntlet's interleaved figures, not on the sweep's ranking.
 - Tried and slower in the sweep: GROUP_M 16/32, 256x128 tiles, 128x256x128 with 2 stages.
+- Tried and not kept: stream-K on the last round (its tiles' K-steps cut into equal chunks, one a program, wherever
+  the round would leave an eighth of the programs idle). A tile split between programs costs fp32 slots written
+  and read back on the critical path, more than most tails leave idle: 0.5 to 1.8% slower at 16384x7168x2048 and
+  4096x14336x4096 on an H200, 9 to 10% at 4096^3 (streamed at every tail), 0 to 0.9% faster at 8192^3
+  (docs/benchmarks.md, 2026-11-29).
+  And 128-row tiles at 128x4096x14336 (8 slices, or 4 with 3 stages): 10% slower than 64 x 128.
 - The decode shapes on the persistent walk (before the few-row kernel) lost to a 1.7-wave tail (224 tiles of 128x64
   over 132 programs): the reason the few-row kernel exists.
 """
