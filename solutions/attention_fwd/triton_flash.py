@@ -28,7 +28,7 @@ Why it looks the way it does:
   once (`_merge_config`), so their loads are in flight together: merging one split at a time waits one memory round
   trip per split, and at 16 splits that took longer than the attention kernel itself. The merge is launched with
   programmatic dependent launch (Hopper): the attention programs let it launch as they start, and its programs wait
-  on the device (`gdc_wait`) for the attention grid to end, so no launch gap sits between the two (2 to 8% of a
+  on the device (`gdc_wait`) for the attention grid to end, so no launch gap sits between the two (2 to 10% of a
   decode call on an H200).
 - Tiles: D = 64: 64x64 blocks, 4 warps; D = 128: 128x64 (the S tile and the fp32 acc of 128 rows share the
   registers of 8 warps); 3 stages. Few rows (decode) take 16-64-row tiles, 4 warps, and 32 KB of K+V a stage (128

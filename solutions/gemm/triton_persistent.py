@@ -43,8 +43,8 @@ H100 SXM, dense bf16 peak 989 TFLOP/s; HBM ~3.0 TB/s measured copy):
   stages streams B faster than two 64 x 128 programs (Gauntlet on an H200: about 3% at that shape).
   The second kernel is launched with programmatic dependent launch (Hopper's PDL): every split-K program lets it
   launch as it starts, its programs are placed while the split-K grid runs and wait on the device (`gdc_wait`) for
-  that grid to end and its stores to show, so no launch gap and no ramp sits between the two kernels (about 1.5% of
-  the decode call at 128x4096x14336 on an H200).
+  that grid to end and its stores to show, so no launch gap and no ramp sits between the two kernels (1.4 to 2.6%
+  of the decode call at 128x4096x14336 on an H200).
   Tried and not kept: the slices summed inside the kernel (a ticket a tile; the program taking the last ticket adds
   the slices and stores C, no second kernel): about 3% slower at M = 128, N = 4096, K = 14336 on an H200, the last
   program's pass over the S slices sitting on the critical path where the second kernel spreads it over the card.
@@ -58,7 +58,8 @@ rest on Gauntlet's interleaved figures, not on the sweep's ranking.
   and read back on the critical path, more than most tails leave idle: 0.5 to 1.8% slower at 16384x7168x2048 and
   4096x14336x4096 on an H200, 9 to 10% at 4096^3 (streamed at every tail), 0 to 0.9% faster at 8192^3
   (docs/benchmarks.md, 2026-11-29).
-  And 128-row tiles at 128x4096x14336 (8 slices, or 4 with 3 stages): 10% slower than 64 x 128.
+  And 128-row tiles at 128x4096x14336: 128 x 128 (8 slices, or 4 with 3 stages) about 10% slower than 64 x 128,
+  128 x 64 2 to 3%.
 - The decode shapes on the persistent walk (before the few-row kernel) lost to a 1.7-wave tail (224 tiles of 128x64
   over 132 programs): the reason the few-row kernel exists.
 """
@@ -367,7 +368,8 @@ def solve(a, b):
            and (a.stride(0) * esize) % 16 == 0 and (b.stride(0) * esize) % 16 == 0 and (N * esize) % 16 == 0)
     card = _card(a.device)
     n_sm = card[0]
-    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():   # Triton launches on the current device
+    # Triton launches on the current device
+    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
         if tma and M <= 256:
             return _splitk(a, b, c, card)
         bm, bn, bk, num_warps, num_stages, split = _config(M, N, K, tma, n_sm)
