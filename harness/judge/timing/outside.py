@@ -9,15 +9,14 @@ session and syncs, noisy enough to hide a lie of tens of microseconds a call.
 
 So each side also runs spans (gauntlet.child.timing.Bench.span): n calls queued back to back behind ONE hold sized
 to cover the host's launches of all of them, the same L2 flush before each call as a timed call, no profiler, one
-device-wide sync at the end. The parent times each span request from send to reply. For two sizes n1 < n2 (the
-same hold), the slope (T(n2) - T(n1)) / (n2 - n1) is the GPU time of one call plus its flush: the fixed costs (the
-request, the hold, the sync, the reply) cancel. n2 - n1 is chosen so that the difference is SPAN_TARGET_MS of GPU
-time (at most SPAN_MAX_CALLS calls), each size is run SPAN_REPEATS times, interleaved with the baseline's, and the
-slope is the lower of the one between each size's fastest span (the host only ever adds time: `fit`) and the one
-between each size's median span (what the host adds to most spans of both sizes: `gpu_ms`). The baseline (the clean
-worker) is measured the same way: its slope less its reported time is this method's offset on this card (the flush,
-the gaps between kernels), and the candidate's reported time must not fall below its own slope less that offset by
-more than the tolerance (`bound`): otherwise `tampering`.
+device-wide sync at the end. The parent times each span from send to reply. For two sizes n1 < n2 (one hold), the
+slope (T(n2) - T(n1)) / (n2 - n1) is the GPU time of a call plus its flush: the fixed costs (request, hold, sync,
+reply) cancel. n2 - n1 gives SPAN_TARGET_MS of GPU time (at most SPAN_MAX_CALLS calls), each size runs SPAN_REPEATS
+times, interleaved with the baseline's, and the slope is the lower of those between each size's fastest spans (the
+host only adds time: `fit`) and its median spans (`gpu_ms`). The baseline (the clean worker) is measured the same
+way: its slope less its reported time is this method's offset on this card (the flush, the gaps between kernels),
+and the candidate's reported time must not fall below its own slope less that offset by more than the tolerance
+(`bound`): otherwise `tampering`.
 
 A reply cannot buy time either way:
 - too early (before the GPU has done the work): each reply names PICKS elements of the span's last output (made
@@ -28,9 +27,9 @@ A reply cannot buy time either way:
   fixed cost (its intercept, plus INTERCEPT_SLACK_MS), divided by n2, is a second estimate a delay only raises; the
   larger of the two is the outside figure.
 What remains out of reach: a worker that skips or reorders calls inside a span (only the checked last call run, or
-the named elements computed apart), or overlaps the calls across streams, so that n calls take less GPU time than
-n timed calls do; a worker that skips the flush between calls; a delay on the short spans within
-INTERCEPT_SLACK_MS (INTERCEPT_SLACK_MS / n2 a call). Each needs the span's loop or reply rewritten in the
+the named elements computed apart), or overlaps the calls across streams, so that n calls take less GPU time than n
+timed calls do; one that skips the flush between calls; a delay on the short spans within INTERCEPT_SLACK_MS
+(INTERCEPT_SLACK_MS / n2 a call). Each needs the span's loop or reply rewritten in the
 candidate's process, which the tamper watch sees first but cannot prove; the figure a span gives is then a floor
 the candidate chose, not the GPU's. A hold that the host's launches outlast (at SPAN_HOLD_CAP_MS) counts the
 launches as the candidate's time, as the rounds do. A candidate whose calls wait for the GPU (a host sync inside)
@@ -51,11 +50,10 @@ SPAN_TARGET_MS = 20.0         # GPU time by which the two span sizes differ
 SPAN_MAX_CALLS = 256          # the longest span (a short call then gives a smaller difference, noisier)
 SPAN_MIN_DIFF = 8             # n2 - n1, at least
 SPAN_REPEATS = 3
-# Before the first measurement, one span of each size per side whose times the fit never sees. A side's first spans
-# after the rounds are not like its later ones: the first is much slower, and the one after it can be faster than
-# any later span of its size. Each size's fastest span counts (`fit`), so that one low span, kept, sets the slope,
-# and an honest short call (a CuTe DSL GEMM at decode) was ruled `tampering` by it (docs/benchmarks.md, "The
-# outside clock's first spans"). A span run and dropped costs its hold and its calls.
+# Before the first measurement, one span of each size per side that the fit never sees. A side's first spans after
+# the rounds are unlike its later ones: the first much slower, the next one can be faster than any later span of its
+# size; kept, it set the fastest spans' slope and (before the medians counted: `gpu_ms`) ruled an honest CuTe DSL
+# GEMM at decode `tampering` (docs/benchmarks.md, "The outside clock's first spans"). It costs a hold and calls.
 WARMUP = True
 # The span's hold: it must outlast the host's launches of all n2 calls (the flush's launch and the loop add about
 # LAUNCH_EXTRA_MS to each call's own launch), with HOLD_MARGIN of room; between SPAN_HOLD_MIN_MS and
@@ -68,9 +66,8 @@ HOLD_TRIES = 3
 # SLACK_MS + SLACK_FRACTION of the figure, plus the spread of the slopes (at most SPREAD_CAP of the figure more).
 # In a busy suite the candidate's and the baseline's spans run at different moments while other judges load the host,
 # and a single measurement of an honest candidate can stray well past SLACK_FRACTION (docs/benchmarks.md, "The
-# outside clock"). The host only ever adds time to a span, so that noise shrinks as spans are added: a figure the
-# bound would rule is measured AGAIN more times before it is ruled, each size's fastest span over all of them
-# counting (`fit`). An honest figure settles back inside the bound; a lie stays out, at the cost of the extra spans.
+# outside clock"). That noise shrinks as spans are added: a figure the bound would rule is measured AGAIN more times
+# before it is ruled, all spans counting (`gpu_ms`). An honest figure settles back; a lie stays out.
 SLACK_MS, SLACK_FRACTION, SPREAD_CAP = 0.004, 0.10, 0.05
 AGAIN = 2
 OFFSET_EXTRA_MS = 0.02        # the most the gaps between a span's kernels add to its flush, a call (`limits`)
@@ -81,8 +78,8 @@ INTERCEPT_SLACK_MS = 12.0
 PICKS = 16                    # elements of a span's last output its reply names (Bench.span)
 # Which shapes are measured: a judgement's first timed shape always (a candidate that lies on every call is caught
 # there), each later one of the same worker with chance LATER_SHAPES, drawn after its rounds, so a candidate cannot
-# tell which. The spans hold the card alone, about a second a shape; measuring every shape of every dtype cost the
-# suite more card time than the figures' check is worth (docs/benchmarks.md, "The outside clock").
+# tell which. The spans hold the card alone, about a second a shape: every shape of every dtype cost the suite more
+# card time than the check is worth (docs/benchmarks.md, "The outside clock").
 LATER_SHAPES = 0.25
 
 
@@ -107,13 +104,9 @@ def fit(spans: list[dict]) -> dict:
     """A side's spans ({"n", "wall_ms", "hold_ms", "repeat"}) -> {"slope_ms", "median_slope_ms", "fixed_ms",
     "long_ms", "spread_ms", "n1", "n2"}. The host only ever adds to a span's time (a wake-up, a page fault, a
     collection): each size's fastest span (less its hold) is its time, `long_ms` the long one's; the slope is between
-    the two, `fixed_ms` what the long one took beyond n2 slopes. `median_slope_ms`: the slope between each size's
-    median span, for what the host adds to most spans of both sizes but not to all (`gpu_ms`). `spread_ms`: how
-    far the slopes of single repeats stray (median absolute deviation from the slope), the noise the bound allows
-    for."""
-    best: dict = {}
-    times: dict = {}
-    by_repeat: dict = {}
+    the two, `fixed_ms` what the long one took beyond n2 slopes; `median_slope_ms` between each size's median span.
+    `spread_ms`: how far single repeats' slopes stray (median absolute deviation), the noise the bound allows for."""
+    best, times, by_repeat = {}, {}, {}
     for s in spans:
         t = s["wall_ms"] - s["hold_ms"]
         best[s["n"]] = min(t, best.get(s["n"], t))
@@ -130,12 +123,9 @@ def fit(spans: list[dict]) -> dict:
 
 
 def gpu_ms(side: dict) -> float:
-    """A side's GPU time a call plus its flush from its spans' fit: the lower of the fastest spans' slope and the
-    median spans' slope. The fastest spans assume that some span of each size ran with nothing added; where the
-    host added a few ms to every long span and to all but one short span (the fixed cost of a span moving with the
-    host's load), they put the slope that few ms over the calls too high, and an honest decode GEMM was ruled
-    `tampering` (docs/benchmarks.md, 2026-11-29, 13:00 UTC); the medians see both sizes alike. Neither can be
-    lowered by a reply but through delays on the short spans, which `outside_ms` bounds the same for both."""
+    """A side's call and flush: the lower of the fastest and the median spans' slopes. A few ms the host added to all
+    spans but one short one set the first too high and ruled an honest decode GEMM `tampering` (docs/benchmarks.md,
+    2026-11-29, 13:00 UTC). A reply lowers either only by delaying short spans, which `outside_ms` bounds alike."""
     return min(side["slope_ms"], side.get("median_slope_ms", side["slope_ms"]))
 
 
@@ -174,17 +164,17 @@ def bound(cand: dict, base: dict, cand_ms: float, base_ms: float, flush_ms: floa
 
 
 def run(schedule, baselines: list[str]) -> None:
-    """After the rounds: the spans of the candidate and of the first baseline whose calls do not wait for the GPU
-    (a call that syncs inside cannot be queued behind a hold), kept in `schedule.outside` with the record's summary;
-    where there is none (or no GPU), the summary says why. A malformed candidate reply is the schedule's reason."""
+    """After the rounds: the spans of the candidate and of the first baseline whose calls do not wait for the GPU (a
+    call that syncs inside cannot be queued behind a hold), in `schedule.outside` with the record's summary; where
+    there is none (or no GPU), the summary says why. A malformed candidate reply is the schedule's reason."""
     label = next((b for b in baselines if b not in schedule.waits and b in schedule.samples), None)
     if schedule.cand.device != "cuda" or label is None or "candidate" not in schedule.samples or schedule.reasons:
         schedule.outside = {"summary": {"skipped": "no GPU" if schedule.cand.device != "cuda" else
                                         "no baseline whose calls can be queued behind a hold"}}
         return
     if getattr(schedule.cand, "outside_clocked", False) and schedule.rng.random() >= LATER_SHAPES:
-        schedule.outside = {"summary": {"skipped": f"not drawn: a judgement's first timed shape is measured, a later "
-                                                   f"one with chance {LATER_SHAPES:g}"}}
+        schedule.outside = {"summary": {"skipped": f"not drawn: a judgement's first timed shape is measured, "
+                                                   f"a later one with chance {LATER_SHAPES:g}"}}
         return
     schedule.cand.outside_clocked = True
     with schedule.phases("outside_clock"):
@@ -211,8 +201,7 @@ def suspect(schedule, found: dict, label: str) -> bool:
 
 
 def judge(schedule, figs: dict) -> list[Reason]:
-    """The bound (`bound`) on the figures the record reports, where the spans were run; the record's summary gets
-    what the clock saw and the least time it allowed."""
+    """The bound (`bound`) on the record's figures where the spans were run; the summary gets what the clock saw."""
     found = schedule.outside
     label = found.get("label")
     if not label or label not in figs:
@@ -224,13 +213,12 @@ def judge(schedule, figs: dict) -> list[Reason]:
 
 
 def measure(schedule, label: str, first_repeat: int = 0) -> dict:
-    """Run the spans of the candidate and baseline `label` (SPAN_REPEATS of each size, interleaved, every other
-    worker stopped; repeats numbered from `first_repeat`). The sizes follow from the rounds' figures alone, so a
-    measurement taken again has the same two. A span that reports its hold ran out is run again with the side's
-    holds twice as long, up to the cap, where it stands (the longer holds kept for the spans after it). The first
-    measurement starts with one span of each size per side that the fit never sees (`WARMUP`). Returns
-    {"candidate": spans, label: spans, "warmup": each side's discarded spans, "proofs": [(index, header, blobs) of the
-    candidate's long spans' outputs, judged like timed outputs]}."""
+    """Run the spans of the candidate and baseline `label` (SPAN_REPEATS of each size, interleaved, every other worker
+    stopped; repeats numbered from `first_repeat`). The sizes follow from the rounds' figures alone, so a measurement
+    taken again has the same two. A span whose hold ran out is run again with the side's holds twice as long, up to
+    the cap (the longer holds kept after it). The first measurement starts with one span of each size per side that
+    the fit never sees (`WARMUP`). Returns {"candidate": spans, label: spans, "warmup": discarded spans, "proofs":
+    [(index, header, blobs) of the candidate's long spans' outputs, judged like timed outputs]}."""
     figs = schedule.figures()
     flush = statistics.median(x for r in schedule.samples[label] for x in r["flush_ms"])
     per_call = min(figs["candidate"]["ms"], figs[label]["ms"]) + flush
@@ -334,8 +322,7 @@ def summary(found: dict, label: str) -> dict:
     for side in ("candidate", label):
         f = fit(found[side])
         out[side if side == "candidate" else "base"] = {
-            "slope_ms": round(f["slope_ms"], 5), "median_slope_ms": round(f["median_slope_ms"], 5),
-            "spread_ms": round(f["spread_ms"], 5),
+            **{k: round(f[k], 5) for k in ("slope_ms", "median_slope_ms", "spread_ms")},
             "fixed_ms": round(f["fixed_ms"], 3), "long_ms": round(f["long_ms"], 3), "n": [f["n1"], f["n2"]],
             "hold_ms": round(max(s["hold_ms"] for s in found[side]), 3),
             "starved_spans": sum(s["starved"] for s in found[side]),
