@@ -126,7 +126,7 @@ def gpu_ms(side: dict) -> float:
     """A side's call and flush: the lower of the fastest and the median spans' slopes. A few ms the host added to all
     spans but one short one set the first too high and ruled an honest decode GEMM `tampering` (docs/benchmarks.md,
     2026-11-29, 13:00 UTC). A reply lowers either only by delaying short spans, which `outside_ms` bounds alike."""
-    return min(side["slope_ms"], side.get("median_slope_ms", side["slope_ms"]))
+    return min(side["slope_ms"], side["median_slope_ms"])
 
 
 def outside_ms(cand: dict, base: dict) -> float:
